@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# vhost-pvscsi top-level Makefile.
+#
+#   make                 build every module against KDIR (default: Debian 6.12)
+#   make KDIR=<dir>      the same sources against other headers (e.g. 6.1)
+#   make static          sparse (C=2) on both kernels + checkpatch --strict
+#   make check [SUITE=x] set up the machine, build, run the tests
+#   make demo            the end-to-end demo
+#
+# W=1 is always on: the modules must build free of its warnings.
+
+VPS_CACHE ?= /var/cache/vhost-pvscsi
+TOP := $(CURDIR)
+release = $(shell cat $(VPS_CACHE)/kernels/$(1).release 2>/dev/null)
+K612 := $(or $(call release,612),$(notdir $(lastword $(wildcard /usr/src/linux-headers-6.12*-amd64))))
+K61 := $(or $(call release,61),$(notdir $(lastword $(wildcard /usr/src/linux-headers-6.1.*-amd64))))
+KDIR ?= /usr/src/linux-headers-$(K612:linux-headers-%=%)
+KDIR61 := /usr/src/linux-headers-$(K61:linux-headers-%=%)
+CHECKPATCH ?= $(VPS_CACHE)/checkpatch/scripts/checkpatch.pl
+
+# our C sources (kernel and test programs alike follow kernel style)
+CSRC = $(shell find include guest-driver vhost-host sriov-helper tests \
+	-name '*.[ch]' ! -name '*.mod.c' ! -path '*/logs/*' 2>/dev/null | sort)
+
+.PHONY: all modules modules-61 tools static check demo clean setup help
+
+all: modules tools
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(TOP) W=1 modules
+
+# the same sources against Debian's 6.1 headers, in a separate output tree
+modules-61:
+	rm -rf $(TOP)/.build-61 && mkdir -p $(TOP)/.build-61
+	rsync -a --exclude=logs --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+		Kbuild include guest-driver vhost-host sriov-helper tests $(TOP)/.build-61/ 2>/dev/null; \
+		[ -f $(TOP)/.build-61/Kbuild ]
+	$(MAKE) -C $(KDIR61) M=$(TOP)/.build-61 W=1 modules
+
+tools:
+	@[ ! -f tests/Makefile ] || $(MAKE) -C tests
+
+static: modules-61
+	$(MAKE) -C $(KDIR) M=$(TOP) W=1 C=2 modules
+	$(MAKE) -C $(KDIR61) M=$(TOP)/.build-61 W=1 C=2 modules
+	$(CHECKPATCH) --strict --no-tree --show-types --terse -f $(CSRC)
+
+setup:
+	scripts/setup
+
+check: setup
+	$(MAKE) all modules-61
+	tests/run $(if $(KERNEL),--kernel $(KERNEL)) $(SUITE)
+
+demo: setup
+	scripts/demo
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(TOP) clean
+	rm -rf $(TOP)/.build-61 tests/logs
+	[ ! -f tests/Makefile ] || $(MAKE) -C tests clean
+
+help:
+	@sed -n '3,12p' Makefile | sed 's/^# \{0,1\}//'

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh
+#
+# Guest-side test library (busybox ash), sourced by /init before the test
+# script runs.  Results go to fd 3 (ttyS1); everything else to the console.
+
+t_ok() { echo "VPS-RESULT ok $1" >&3; echo "ok - $1"; }
+
+t_fail() {
+	_n=$1
+	shift
+	echo "VPS-RESULT not ok $_n: $*" >&3
+	echo "FAIL - $_n: $*"
+	: > /tmp/.vps-failed
+}
+
+# t_check NAME CMD...: pass when CMD exits 0
+t_check() {
+	_n=$1
+	shift
+	echo "+ $*"
+	if "$@"; then t_ok "$_n"; else t_fail "$_n" "exit $?: $*"; fi
+}
+
+# t_check_fails NAME CMD...: pass when CMD exits non-zero
+t_check_fails() {
+	_n=$1
+	shift
+	echo "+ ! $*"
+	if "$@"; then t_fail "$_n" "succeeded but must fail: $*"; else t_ok "$_n"; fi
+}
+
+# t_equal NAME GOT WANT
+t_equal() {
+	if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1" "got '$2', want '$3'"; fi
+}
+
+# t_match NAME TEXT REGEX (grep -E)
+t_match() {
+	if printf '%s\n' "$2" | grep -qE "$3"; then t_ok "$1"; else
+		t_fail "$1" "'$(printf '%s' "$2" | head -c 200)' does not match /$3/"
+	fi
+}
+
+# vps_load NAME [PARAM=VALUE...]: insmod one of our modules after
+# modprobing the in-tree modules it depends on
+vps_load() {
+	_m=$1
+	shift
+	for _d in $(modinfo -F depends "/lib/vps/$_m.ko" | tr ',' ' '); do
+		modprobe "$_d" || return 1
+	done
+	insmod "/lib/vps/$_m.ko" "$@"
+}
+
+# vps_wait SECONDS CMD...: poll CMD every 0.2 s until it succeeds
+vps_wait() {
+	_t=$(( $1 * 5 ))
+	shift
+	while [ $_t -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.2
+		_t=$((_t - 1))
+	done
+	return 1
+}
+
+# vps_sd_dev H:C:T:L -> sdX (empty when absent)
+vps_sd_dev() {
+	ls "/sys/bus/scsi/devices/$1/block/" 2>/dev/null | head -1
+}
+
+# vps_scsi_disks DRIVER -> the sdX names behind hosts of that driver
+vps_scsi_disks() {
+	for _h in /sys/class/scsi_host/host*; do
+		[ "$(cat "$_h/proc_name" 2>/dev/null)" = "$1" ] || continue
+		_hn=${_h##*/host}
+		for _d in /sys/bus/scsi/devices/"$_hn":*/block/*; do
+			[ -e "$_d" ] && echo "${_d##*/}"
+		done
+	done
+}
+
+# vps_dmesg_clean LABEL: fail LABEL when the kernel log has a report
+vps_dmesg_clean() {
+	_hits=$(dmesg | grep -E "$(cat /lib/vps/dmesg-patterns)" | head -3)
+	if [ -n "$_hits" ]; then t_fail "$1" "kernel log: $_hits"; else t_ok "$1"; fi
+}
+
+# --- nested: run an inner guest from inside this VM --------------------------
+# vps_inner_run NAME KERNEL INITRD TIMEOUT [QEMU ARGS...]
+# The inner guest is built by the same harness (its /init, its results on
+# its ttyS1); its checks are relayed here as NAME/<check>, plus NAME/vm.
+vps_inner_accel() {
+	if [ -c /dev/kvm ] && grep -qE 'svm|vmx' /proc/cpuinfo; then
+		echo "-accel kvm -cpu host"
+	else
+		echo "-accel tcg -cpu max"
+	fi
+}
+
+vps_inner_run() {
+	_n=$1 _k=$2 _i=$3 _to=$4
+	shift 4
+	rm -f "/tmp/$_n.console" "/tmp/$_n.results"
+	echo "+ inner guest $_n: $(vps_inner_accel)"
+	# shellcheck disable=SC2046
+	timeout "$_to" qemu-system-x86_64 -L /usr/share/qemu $(vps_inner_accel) \
+		-m "${VPS_INNER_MEM:-512}" -smp 1 -nographic -nodefaults -no-reboot \
+		-chardev file,id=con,path="/tmp/$_n.console" -serial chardev:con \
+		-chardev file,id=res,path="/tmp/$_n.results" -serial chardev:res \
+		-device isa-debug-exit,iobase=0xf4,iosize=4 \
+		-kernel "$_k" -initrd "$_i" \
+		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic" "$@" \
+		</dev/null >"/tmp/$_n.qemu" 2>&1
+	_code=$?
+	grep -a '^VPS-RESULT ' "/tmp/$_n.results" | tr -d '\r' |
+		sed -E "s#^VPS-RESULT (ok|not ok) #VPS-RESULT \\1 $_n/#" >&3
+	grep -aq '^VPS-RESULT not ok' "/tmp/$_n.results" && : > /tmp/.vps-failed
+	_v=$(grep -a '^VPS-DONE ' "/tmp/$_n.results" | tail -1 | tr -d '\r' | awk '{print $2}')
+	_bad=$(sed -n '/^VPS-DMESG-BEGIN/,/^VPS-DMESG-END/p' "/tmp/$_n.results" "/tmp/$_n.console" |
+		grep -aE "$(cat /lib/vps/dmesg-patterns)" | head -3 | tr '\n' '|')
+	if [ "$_code" = 33 ] && [ "$_v" = pass ] && [ -z "$_bad" ]; then
+		t_ok "$_n/vm"
+	elif [ "$_code" = 35 ] && [ "$_v" = fail ] && [ -z "$_bad" ]; then
+		t_ok "$_n/vm"	# the failing checks were relayed above
+	else
+		t_fail "$_n/vm" "inner QEMU exit $_code, verdict '${_v:-none}' $_bad $(tail -3 "/tmp/$_n.qemu" | tr '\n' ' ')"
+		echo "--- inner console ($_n) ---"
+		tail -40 "/tmp/$_n.console"
+	fi
+}

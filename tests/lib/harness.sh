@@ -1,0 +1,307 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# VM test harness, build-machine side.  A test script (tests/<suite>/
+# test_<group>_NN.sh) sources this file, describes a VM and hands a guest
+# script to vm_run:
+#
+#	. "$(dirname "$0")/../lib/harness.sh"
+#	vm_modules vmw_pvscsi sd_mod          # in-tree, loaded at boot
+#	vm_bins fio sg_inq                    # host binaries + their libraries
+#	vm_qemu -device pvscsi,id=hba ...     # QEMU device options
+#	vm_run pvscsi-fio <<'EOF'
+#	t_check fio-verify fio --name=x ...   # guest side: tests/lib/guest.sh
+#	EOF
+#
+# vm_run builds an initramfs (a cached base: busybox, kmod, the named
+# in-tree modules with their dependencies, decompressed, and binaries; plus
+# a small overlay: our modules, files, the guest script), boots it under
+# QEMU with a timeout, and prints one line per check:
+#	VPS-RESULT ok <name>/<check>
+#	VPS-RESULT not ok <name>/<check>: <reason>
+# plus one <name>/vm line that fails on a crash, a timeout, a verdict that
+# QEMU's exit code and the results channel disagree on, or a kernel BUG,
+# WARNING, KASAN/UBSAN, lockdep or kmemleak report in dmesg.  tests/run
+# turns these lines into TAP.  The kernel comes from $VPS_KERNEL (612, 61).
+
+VPS_TOP=${VPS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+. "$VPS_TOP/scripts/lib.sh"
+
+VPS_LOGDIR=${VPS_LOGDIR:-$VPS_TOP/tests/logs}
+# where `make` left our .ko files: the tree itself for 6.12, .build-61 for 6.1
+VPS_BUILD=${VPS_BUILD:-$VPS_TOP}
+
+# kernel-log lines that fail a test (a test may excuse some with VM_DMESG_ALLOW);
+# the same file serves the guest side for nested guests
+VPS_DMESG_BAD=$(cat "$VPS_TOP/tests/lib/dmesg-patterns")
+
+vm_reset() {
+	VM_KERNEL=${VPS_KERNEL:-612}
+	VM_MODULES=()		# in-tree, loaded at boot
+	VM_INCLUDE=()		# in-tree, included only
+	VM_OURS=()		# ours, included in /lib/vps, loaded by the script
+	VM_BINS=()
+	VM_FILES=()		# "src:dst"
+	VM_QEMU=()
+	VM_MEM=${VM_MEM_DEFAULT:-1024}
+	VM_SMP=1
+	VM_CPU=""
+	VM_ACCEL=""		# "" = probe
+	VM_TIMEOUT=300
+	VM_CMDLINE=""
+	VM_DMESG_ALLOW=""
+	VM_QEMU_BIN=""
+}
+vm_reset
+
+vm_modules() { VM_MODULES+=("$@"); }
+vm_include() { VM_INCLUDE+=("$@"); }
+vm_ours() { VM_OURS+=("$@"); }
+vm_bins() { VM_BINS+=("$@"); }
+vm_file() { VM_FILES+=("$1:$2"); }
+vm_qemu() { VM_QEMU+=("$@"); }
+
+# --- helpers -------------------------------------------------------------------
+
+_vm_krel() {
+	case "$VM_KERNEL" in
+	612|61) vps_krel "$VM_KERNEL" ;;
+	*) vps_die "unknown kernel '$VM_KERNEL' (612, 61)" ;;
+	esac
+}
+
+_vm_kroot() { echo "$VPS_CACHE/kernels/$(_vm_krel)"; }
+
+vm_kernel_image() { echo "$(_vm_kroot)/boot/vmlinuz-$(_vm_krel)"; }
+
+# path of one of our modules in the build tree
+_vm_our_ko() {
+	local f d=$VPS_BUILD
+	[ "$VM_KERNEL" = 61 ] && d=$VPS_BUILD/.build-61
+	f=$(find "$d" \( -path "$d/tests/logs" -o -path "$d/.build-*" \) -prune -o \
+		-name "$1.ko" -print 2>/dev/null | head -1)
+	[ -n "$f" ] || vps_die "module $1.ko not built for kernel $VM_KERNEL (run make check)"
+	echo "$f"
+}
+
+# in-tree module files (relative to lib/modules/<rel>) for names + deps
+_vm_resolve_modules() {
+	local root rel m
+	root=$(_vm_kroot)
+	rel=$(_vm_krel)
+	for m in "$@"; do
+		modprobe -d "$root" -S "$rel" --show-depends --ignore-install "$m" 2>/dev/null |
+			awk '$1 == "insmod" {print $2}' ||
+			true
+	done | sed "s|^$root/lib/modules/$rel/||" | awk '!seen[$0]++'
+}
+
+# copy a binary and the libraries it links into a staging root
+_vm_copy_bin() {
+	local dst=$1 b=$2 p lib
+	p=$(command -v "$b") || vps_die "binary $b not found on the build machine"
+	mkdir -p "$dst/usr/bin"
+	# stripped: the initramfs is copied into guest RAM at every boot
+	strip --strip-unneeded -o "$dst/usr/bin/$(basename "$b")" "$p" 2>/dev/null ||
+		cp -L "$p" "$dst/usr/bin/$(basename "$b")"
+	ldd "$p" 2>/dev/null | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' |
+	while read -r lib; do
+		mkdir -p "$dst$(dirname "$lib")"
+		[ -e "$dst$lib" ] || cp -L "$lib" "$dst$lib"
+	done
+}
+
+# the cached base initramfs for the current config; prints its path
+_vm_base() {
+	local rel root key out st mods m b
+	rel=$(_vm_krel)
+	root=$(_vm_kroot)
+	mods=$( { printf '%s\n' "${VM_MODULES[@]}" "${VM_INCLUDE[@]}"
+		for m in "${VM_OURS[@]}"; do
+			modinfo -F depends "$(_vm_our_ko "$m")" | tr ',' '\n'
+		done; } | awk 'NF' | sort -u)
+	key=$( {
+		echo "$rel"; echo "$mods"
+		for b in "${VM_BINS[@]}"; do
+			b=$(command -v "$b") && stat -L -c '%n %s %Y' "$b"
+		done
+		stat -L -c '%s %Y' /bin/busybox /usr/bin/kmod
+		cat "$VPS_TOP/tests/lib/init"
+	} | sha256sum | cut -c1-16)
+	out="$VPS_CACHE/initramfs/base-$key.cpio"
+	if [ ! -s "$out" ]; then
+		st=$(mktemp -d)
+		mkdir -p "$st"/{bin,sbin,usr/bin,proc,sys,dev,tmp,run,mnt,lib/vps,etc}
+		cp /bin/busybox "$st/bin/busybox"
+		_vm_copy_bin "$st" kmod
+		for b in modprobe insmod rmmod lsmod modinfo depmod; do
+			ln -sf /usr/bin/kmod "$st/sbin/$b"
+		done
+		for b in "${VM_BINS[@]}"; do _vm_copy_bin "$st" "$b"; done
+		mkdir -p "$st/lib/modules/$rel"
+		# shellcheck disable=SC2086
+		_vm_resolve_modules $mods | while read -r m; do
+			mkdir -p "$st/lib/modules/$rel/$(dirname "$m")"
+			case "$m" in
+			*.xz) xz -dc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.xz}" ;;
+			*.zst) zstd -qdc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.zst}" ;;
+			*) cp "$root/lib/modules/$rel/$m" "$st/lib/modules/$rel/$m" ;;
+			esac
+		done
+		cp "$root/lib/modules/$rel"/modules.{order,builtin,builtin.modinfo} "$st/lib/modules/$rel/" 2>/dev/null || true
+		depmod -b "$st" "$rel"
+		cp "$VPS_TOP/tests/lib/init" "$st/init"
+		chmod +x "$st/init"
+		mkdir -p "$(dirname "$out")"
+		(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$out.tmp"
+		mv "$out.tmp" "$out"
+		rm -rf "$st"
+	fi
+	echo "$out"
+}
+
+# per-run overlay: guest library, our modules, files, the guest script
+_vm_overlay() { # out script
+	local out=$1 script=$2 st f m
+	st=$(mktemp -d)
+	mkdir -p "$st/lib/vps"
+	cp "$VPS_TOP/tests/lib/guest.sh" "$VPS_TOP/tests/lib/dmesg-patterns" "$st/lib/vps/"
+	cp "$script" "$st/lib/vps/test.sh"
+	printf '%s\n' "${VM_MODULES[@]}" > "$st/lib/vps/boot-modules"
+	for m in "${VM_OURS[@]}"; do cp "$(_vm_our_ko "$m")" "$st/lib/vps/"; done
+	for f in "${VM_FILES[@]}"; do
+		mkdir -p "$st$(dirname "${f#*:}")"
+		cp -aL "${f%%:*}" "$st${f#*:}"
+	done
+	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$out"
+	rm -rf "$st"
+}
+
+# Build the initramfs for the current config into $1 (base + overlay,
+# concatenated: the kernel unpacks both).  Used by vm_run and, for the
+# inner guest of a nested test, by the test itself.
+vm_initramfs() { # out script
+	local base
+	base=$(_vm_base)
+	_vm_overlay "$1.ovl" "$2"
+	cat "$base" "$1.ovl" > "$1"
+	rm -f "$1.ovl"
+}
+
+# Can this machine run a stock kernel under KVM?  Probed once per boot of
+# the build machine: /dev/kvm may exist and still fail (it does here).
+vm_accel() {
+	local f boot k out
+	[ -n "$VM_ACCEL" ] && { echo "$VM_ACCEL"; return; }
+	boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo none)
+	f="$VPS_CACHE/accel-$boot"
+	if [ ! -s "$f" ]; then
+		echo tcg > "$f.tmp"
+		if [ -w /dev/kvm ]; then
+			k=$(mktemp -d)
+			mkdir -p "$k/bin"
+			cp /bin/busybox "$k/bin/"
+			printf '#!/bin/busybox sh\necho VPS-PROBE-OK\n/bin/busybox poweroff -f\n' > "$k/init"
+			chmod +x "$k/init"
+			(cd "$k" && find . | cpio -o -H newc --quiet) > "$k.cpio"
+			out=$(timeout 60 "$(vps_qemu)" $VPS_QEMU_FW -accel kvm -cpu host \
+				-m 512 -nographic -nodefaults -serial stdio -no-reboot \
+				-kernel "$(VM_KERNEL=612 vm_kernel_image)" -initrd "$k.cpio" \
+				-append "console=ttyS0 panic=-1 quiet" 2>&1) || true
+			case "$out" in *VPS-PROBE-OK*) echo kvm > "$f.tmp" ;; esac
+			rm -rf "$k" "$k.cpio"
+		fi
+		mv "$f.tmp" "$f"
+	fi
+	cat "$f"
+}
+
+# vm_run NAME [SCRIPT]: boot the VM, run SCRIPT (default: stdin) inside,
+# print VPS-RESULT lines; returns non-zero when anything failed.
+vm_run() {
+	local name=$1 script=${2:-} dir rd accel qemu rc=0 verdict code bad m
+	local -a cpu
+	dir="$VPS_LOGDIR/$name.$VM_KERNEL"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for m in "${VM_OURS[@]}"; do
+		if ! (_vm_our_ko "$m" >/dev/null 2>&1); then
+			echo "VPS-RESULT not ok $name/vm: $m.ko is not built for kernel $VM_KERNEL (make check builds it)"
+			return 1
+		fi
+	done
+	if [ -z "$script" ]; then
+		script="$dir/test.sh"
+		cat > "$script"
+	fi
+	rd="$dir/initramfs.cpio"
+	vm_initramfs "$rd" "$script"
+	accel=$(vm_accel)
+	if [ "$accel" = kvm ]; then cpu=(-cpu "${VM_CPU:-host}"); else cpu=(-cpu "${VM_CPU:-max}"); fi
+	qemu=${VM_QEMU_BIN:-$(vps_qemu)}
+	: > "$dir/results.log"
+	echo "$qemu -accel $accel ${cpu[*]} -m $VM_MEM -smp $VM_SMP ${VM_QEMU[*]}" > "$dir/cmdline"
+	# ttyS0: kernel console and the script's output; ttyS1: results only
+	# shellcheck disable=SC2086
+	timeout -k 10 "$VM_TIMEOUT" "$qemu" $VPS_QEMU_FW -accel "$accel" "${cpu[@]}" \
+		-m "$VM_MEM" -smp "$VM_SMP" -nographic -nodefaults -no-reboot \
+		-chardev file,id=con,path="$dir/console.log" -serial chardev:con \
+		-chardev file,id=res,path="$dir/results.log" -serial chardev:res \
+		-device isa-debug-exit,iobase=0xf4,iosize=4 \
+		-kernel "$(vm_kernel_image)" -initrd "$rd" \
+		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 $VM_CMDLINE" \
+		"${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null || code=$?
+	code=${code:-0}
+	rm -f "$rd"
+
+	# per-check results the guest reported
+	grep -a '^VPS-RESULT ' "$dir/results.log" | tr -d '\r' |
+		sed -E "s#^VPS-RESULT (ok|not ok) #VPS-RESULT \1 $name/#"
+	grep -aq '^VPS-RESULT not ok' "$dir/results.log" && rc=1
+
+	# the VM itself: exit path, verdict, kernel log
+	verdict=$(grep -a '^VPS-DONE ' "$dir/results.log" | tail -1 | tr -d '\r' | awk '{print $2}')
+	bad=""
+	case "$code" in
+	33) [ "$verdict" = pass ] || bad="QEMU exit says pass, results say '${verdict:-nothing}'" ;;
+	35) [ "$verdict" = fail ] || bad="QEMU exit says fail, results say '${verdict:-nothing}'" ;;
+	124|137) bad="timeout after ${VM_TIMEOUT}s" ;;
+	*) bad="QEMU exited $code (crash or panic?); $(tail -2 "$dir/qemu.log" | tr '\n' ' ')" ;;
+	esac
+	sed -n '/^VPS-DMESG-BEGIN/,/^VPS-DMESG-END/p' "$dir/results.log" > "$dir/dmesg.log"
+	local hits
+	hits=$(cat "$dir/dmesg.log" "$dir/console.log" | tr -d '\r' | grep -aE "$VPS_DMESG_BAD" |
+		{ if [ -n "$VM_DMESG_ALLOW" ]; then grep -avE "$VM_DMESG_ALLOW"; else cat; fi; } | head -3)
+	[ -n "$hits" ] && bad="${bad:+$bad; }kernel log: $(echo "$hits" | tr '\n' '|')"
+	if [ -z "$bad" ] && ! grep -aq '^VPS-RESULT ' "$dir/results.log"; then
+		bad="the guest reported no checks"
+	fi
+	if [ -n "$bad" ]; then
+		echo "VPS-RESULT not ok $name/vm: $bad"
+		rc=1
+	else
+		echo "VPS-RESULT ok $name/vm"
+	fi
+	if [ $rc = 0 ] && [ -z "${VPS_KEEP_LOGS:-}" ]; then
+		rm -rf "$dir"
+	else
+		echo "# logs kept in $dir" >&2
+	fi
+	return $rc
+}
+
+# Make the VM a KVM host for a nested guest: our QEMU with its firmware,
+# kvm_amd (TCG's -cpu max emulates SVM with nested paging), room for the
+# inner guest.  The guest script then calls vps_inner_run (guest.sh).
+vm_nested_host() {
+	local f
+	vm_modules kvm_amd
+	vm_bins "$(vps_qemu)"
+	for f in /usr/share/seabios/bios-256k.bin /usr/share/qemu/linuxboot_dma.bin \
+		/usr/share/qemu/kvmvapic.bin; do
+		vm_file "$f" "/usr/share/qemu/${f##*/}"
+	done
+	VM_SMP=2
+	VM_MEM=3072
+	VM_CPU=max
+}
