@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vhost_pvscsi internals shared by the core (vps_main.c) and the SCSI
+ * target (vps_scsi.c).
+ */
+#ifndef _VPS_H
+#define _VPS_H
+
+#include <linux/types.h>
+#include <linux/mutex.h>
+#include <linux/llist.h>
+#include <linux/kref.h>
+#include <linux/wait.h>
+#include <linux/poll.h>
+#include <linux/uio.h>
+#include <linux/fs.h>
+#include <linux/sched.h>
+#include <vhost_pvscsi.h>
+
+#include "vps_compat.h"
+
+#define VPS_MAX_MEM_REGIONS	64
+/* data transfer cap per request; READ/WRITE beyond it get INVALID FIELD */
+#define VPS_MAX_DATA_LEN	(8u << 20)
+/* one SG element can span guest memory regions; a little slack for that */
+#define VPS_MAX_IOVS		(PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 16)
+/* descriptors handled per worker round before completions get a turn */
+#define VPS_WORK_WEIGHT		256
+#define VPS_SENSE_LEN		18
+#define VPS_SCRATCH_SIZE	8192
+
+struct vps_region {
+	u64 gpa;
+	u64 size;
+	u64 uaddr;
+};
+
+struct vps_mem {
+	u32 nregions;
+	struct vps_region r[];
+};
+
+/* an attached logical unit; uapi struct vps_lun is its attach request */
+struct vps_lu {
+	struct kref ref;
+	struct file *file;
+	u32 target;
+	u32 lun;
+	u32 flags;		/* VPS_LUN_* */
+	u32 block_shift;	/* 9 or 12 */
+	u32 max_outstanding;
+	atomic_t outstanding;	/* READ/WRITE in flight */
+	u64 nblocks;
+	bool is_bdev;
+	bool can_discard;
+	bool write_cache;
+	u8 vendor[8];
+	u8 product[16];
+	u8 serial[20];
+};
+
+struct vps_dev;
+
+/* one guest request from descriptor copy to completion */
+struct vps_req {
+	struct vps_dev *dev;
+	struct vps_lu *lun;		/* holds a reference while in flight */
+	struct llist_node done_node;
+	struct list_head node;		/* dev->inflight */
+	struct kiocb iocb;
+	u64 context;
+	u64 data_len;			/* from the descriptor, bounded */
+	u64 sense_addr;
+	u32 sense_len;
+	u32 target;
+	u32 xfer;			/* bytes moved to/from the guest */
+	u16 host_status;		/* BTSTAT_*, set once the result is known */
+	u16 scsi_status;
+	u16 abort_status;		/* non-zero: report this instead */
+	bool write;
+	bool active;			/* counted in lun->outstanding */
+	long ret;			/* backing result */
+	u8 sense[VPS_SENSE_LEN];
+	u32 nr_iovs;
+	struct iovec iov[VPS_MAX_IOVS];
+};
+
+struct vps_poll {
+	wait_queue_entry_t wait;
+	poll_table table;
+	wait_queue_head_t *wqh;
+	struct file *file;
+	struct vps_dev *dev;
+};
+
+struct vps_dev {
+	/*
+	 * @mutex serializes the ioctls and the worker's rounds: everything
+	 * marked [M] is read and written only under it.
+	 */
+	struct mutex mutex;
+	struct mm_struct *mm;			/* [M] owner's, mmget held */
+	struct task_struct *owner;		/* [M] */
+	struct vps_worker worker;		/* [M] set with the owner */
+	struct vps_mem *mem;			/* [M] */
+
+	/* ring state, all [M] */
+	bool rings_ok;
+	bool broken;				/* guest error: stop until reset */
+	bool quiesce;				/* a reset waits: consume nothing */
+	bool backlog_wait;			/* completions wait for ring room */
+	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
+	u32 req_entries_log2;
+	u32 cmp_entries_log2;
+	u32 req_cons;				/* our shadow of reqConsIdx */
+	u32 cmp_prod;				/* our shadow of cmpProdIdx */
+	struct pvscsi_rings_state __user *rs;
+	void __user *req_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	void __user *cmp_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	struct pvscsi_cmd_setup_rings ring_cfg;	/* to retranslate */
+	bool msg_ok;
+	u32 msg_entries_log2;
+	u32 msg_prod;
+	void __user *msg_pages[PVSCSI_SETUP_MSG_RING_MAX_PAGES];
+	struct pvscsi_cmd_setup_msg_ring msg_cfg;
+
+	struct vps_poll kick;			/* [M] */
+	struct eventfd_ctx *call_cmpl;		/* [M] */
+	struct eventfd_ctx *call_msg;		/* [M] */
+
+	struct vps_lu *luns[VPS_MAX_TARGETS][VPS_MAX_LUNS];	/* [M] */
+
+	/* requests consumed and not yet completed: [M] */
+	struct list_head inflight;
+	u32 nr_inflight;
+	/* completions waiting for room in the completion ring: [M] */
+	struct list_head cmp_backlog;
+
+	/* the worker's wake-up reasons; lock-free producers */
+	unsigned long events;
+#define VPS_EV_KICK	0
+	struct llist_head done;			/* backing I/O completed */
+	atomic_t io_pending;			/* submitted, not yet done */
+	wait_queue_head_t io_wait;		/* io_pending reaching 0 */
+
+	void *scratch;				/* [M] emulation buffer */
+	struct vps_stats stats;			/* [M] */
+};
+
+/* vps_main.c: guest memory and completion */
+int vps_copy_to_guest(struct vps_dev *dev, struct vps_req *req,
+		      const void *buf, u32 len);
+int vps_copy_from_guest(struct vps_dev *dev, struct vps_req *req,
+			void *buf, u32 len);
+void vps_lun_put(struct vps_lu *lun);
+void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
+		   struct iov_iter *iter, loff_t pos, bool fua);
+void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req);
+bool vps_target_present(struct vps_dev *dev, u32 target);
+
+/* vps_scsi.c: the target */
+void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
+		      const struct pvscsi_req_desc *d);
+void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req);
+void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq);
+int vps_lun_probe(struct vps_lu *lun, u32 block_size);
+
+#endif /* _VPS_H */

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The few kernel API differences between Debian's 6.1 and 6.12 that the
+ * host module meets, each keyed by a feature probe in Kbuild rather than by
+ * a version number.
+ */
+#ifndef _VPS_COMPAT_H
+#define _VPS_COMPAT_H
+
+#include <linux/eventfd.h>
+#include <linux/sched.h>
+
+/* 6.12 moved asm/unaligned.h to linux/unaligned.h */
+#ifdef VPS_HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
+/* 6.8 dropped eventfd_signal()'s count argument */
+static inline void vps_eventfd_signal(struct eventfd_ctx *ctx)
+{
+#ifdef VPS_HAVE_EVENTFD_SIGNAL_NOARG
+	eventfd_signal(ctx);
+#else
+	eventfd_signal(ctx, 1);
+#endif
+}
+
+/*
+ * The worker: a kthread that adopts the owner's mm, on every kernel.
+ * (vhost_task would account the worker to the owner process; see
+ * Documentation/vhost-host.md for why it is not used yet.)
+ */
+struct vps_worker {
+	struct task_struct *task;
+};
+
+#endif /* _VPS_COMPAT_H */
