@@ -323,6 +323,18 @@ static void vfcfg_pf_state(struct vfcfg_pf *pf, const char *found,
 	mutex_unlock(&vfcfg_lock);
 }
 
+/* the PF driver is gone and its VFs with it: last results no longer hold */
+static void vfcfg_pf_forget(struct vfcfg_pf *pf)
+{
+	unsigned int i, op;
+
+	mutex_lock(&vfcfg_lock);
+	for (i = 0; i < pf->nvf; i++)
+		for (op = 0; op < VFCFG_OP_NR; op++)
+			pf->vf[i].res[op] = VFCFG_RES_PENDING;
+	mutex_unlock(&vfcfg_lock);
+}
+
 static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 {
 	char why[VFCFG_ERR_LEN] = "", ifname[IFNAMSIZ] = "";
@@ -345,6 +357,7 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 	if (!READ_ONCE(pdev->dev.driver)) {
 		vfcfg_pf_state(pf, pci_name(pdev), "%s: waiting for a PF driver",
 			       pci_name(pdev));
+		vfcfg_pf_forget(pf);
 		goto out;
 	}
 	total = pci_sriov_get_totalvfs(pdev);
@@ -481,6 +494,7 @@ static int vfcfg_pci_event(struct notifier_block *nb, unsigned long action,
 			vfcfg_vf_added(pdev);
 		break;
 	case BUS_NOTIFY_BOUND_DRIVER:
+	case BUS_NOTIFY_UNBOUND_DRIVER:
 		if (pdev->is_physfn) {
 			mutex_lock(&vfcfg_lock);
 			vfcfg_kick();
@@ -801,6 +815,7 @@ static void __exit vfcfg_exit(void)
 	vfcfg_cur = NULL;
 	mutex_unlock(&vfcfg_lock);
 	vfcfg_set_put(set);
+	pr_info("unloaded; VFs keep their current configuration\n");
 }
 
 module_init(vfcfg_init);
