@@ -1,0 +1,1601 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pvscsi_mq: Linux guest driver for the VMware PVSCSI HBA (PCI 15ad:07c0).
+ *
+ * Works against any PVSCSI device (QEMU's stock pvscsi, our vhost-pvscsi,
+ * ESXi).  The device ABI lives in include/uapi/vhost_pvscsi.h; the design
+ * and the user-visible knobs are in Documentation/guest-driver.md.
+ *
+ * Data path: one request ring, one completion ring.  A request's context
+ * is its blk-mq tag + 1, so a completion finds its command in O(1)
+ * through scsi_host_find_tag(); every piece of per-request memory the
+ * device sees (SG page, sense buffer) is preallocated per tag at probe, so
+ * the I/O path never allocates.  Everything the device writes (ring
+ * indices, completion and message descriptors) is read once and bounded
+ * before it is used: a broken or hostile device can fail commands, never
+ * make the guest touch memory it does not own.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/jiffies.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
+#include <scsi/scsi.h>
+#include <scsi/scsi_cmnd.h>
+#include <scsi/scsi_device.h>
+#include <scsi/scsi_host.h>
+#include <scsi/scsi_tcq.h>
+
+#include "vhost_pvscsi.h"
+
+/* --- compat: feature probes, not version checks ----------------------- */
+
+/* PCI_IRQ_LEGACY was renamed PCI_IRQ_INTX in 6.8 */
+#ifndef PCI_IRQ_INTX
+#define PCI_IRQ_INTX PCI_IRQ_LEGACY
+#endif
+
+/* --- module parameters ------------------------------------------------ */
+
+static unsigned int ring_pages = 8;
+module_param(ring_pages, uint, 0444);
+MODULE_PARM_DESC(ring_pages,
+		 "Request ring pages, a power of two 1..32; 32 requests per page (default 8)");
+
+static unsigned int msg_ring_pages = 1;
+module_param(msg_ring_pages, uint, 0444);
+MODULE_PARM_DESC(msg_ring_pages,
+		 "Message ring pages for hot plug, a power of two 1..16, 0 = no message ring (default 1)");
+
+static unsigned int cmd_per_lun = 64;
+module_param(cmd_per_lun, uint, 0444);
+MODULE_PARM_DESC(cmd_per_lun, "Default queue depth per LUN, capped by the ring size (default 64)");
+
+static bool use_req_threshold = true;
+module_param(use_req_threshold, bool, 0444);
+MODULE_PARM_DESC(use_req_threshold,
+		 "Skip R/W doorbells while the device is busy, if the device accepts SETUP_REQCALLTHRESHOLD (default 1)");
+
+static bool ext = true;
+module_param(ext, bool, 0444);
+MODULE_PARM_DESC(ext, "Query the device for the vhost-pvscsi extension; 0 = plain PVSCSI ABI only (default 1)");
+
+static unsigned int irq_mode;
+module_param(irq_mode, uint, 0444);
+MODULE_PARM_DESC(irq_mode, "Interrupt type: 0 = MSI-X, then MSI, then INTx; 1 = MSI-X only; 2 = MSI only; 3 = INTx only (default 0)");
+
+static unsigned int cmp_budget = 64;
+module_param(cmp_budget, uint, 0444);
+MODULE_PARM_DESC(cmp_budget,
+		 "Completions handled in hard interrupt context before the rest moves to the IRQ thread, 1..4096 (default 64)");
+
+static unsigned int fail_probe;
+module_param(fail_probe, uint, 0644);
+MODULE_PARM_DESC(fail_probe,
+		 "Fault injection for tests: fail probe at step N (1 iomap, 2 host alloc, 3 rings, 4 SG pages, 5 ring setup, 6 IRQ vectors, 7 request_irq, 8 add host); 0 = off");
+
+enum pvscsi_probe_step {
+	PVSCSI_FAIL_IOMAP = 1,
+	PVSCSI_FAIL_HOST_ALLOC,
+	PVSCSI_FAIL_RINGS,
+	PVSCSI_FAIL_SG,
+	PVSCSI_FAIL_SETUP,
+	PVSCSI_FAIL_VECTORS,
+	PVSCSI_FAIL_REQUEST_IRQ,
+	PVSCSI_FAIL_ADD_HOST,
+};
+
+/* --- constants --------------------------------------------------------- */
+
+#define PVSCSI_DEFAULT_TARGETS	16	/* when the device refuses CONFIG */
+#define PVSCSI_MAX_TARGETS	256	/* the descriptor's target is a u8 */
+#define PVSCSI_MAX_LUN		256	/* single-level LUNs: lun[1] */
+#define PVSCSI_SG_PER_CHUNK	16	/* SG pages per coherent chunk (64 KiB) */
+#define PVSCSI_EH_TIMEOUT_MS	10000
+#define PVSCSI_MSG_BATCH	16
+
+enum pvscsi_kick {
+	PVSCSI_KICK_RW		= 1u << 0,
+	PVSCSI_KICK_NON_RW	= 1u << 1,
+};
+
+enum pvscsi_irq_kind {
+	PVSCSI_IRQ_MSIX,
+	PVSCSI_IRQ_MSI,
+	PVSCSI_IRQ_INTX,
+};
+
+static const char * const pvscsi_irq_names[] = {
+	[PVSCSI_IRQ_MSIX] = "msix",
+	[PVSCSI_IRQ_MSI] = "msi",
+	[PVSCSI_IRQ_INTX] = "intx",
+};
+
+/* coherent allocations alive in the whole module; debugfs shows it */
+static atomic_t pvscsi_live_dma;
+static struct dentry *pvscsi_debugfs;
+
+/* --- per-command and per-adapter state --------------------------------- */
+
+enum pvscsi_cmd_bits {
+	/*
+	 * Set when the descriptor is published, cleared by whoever completes
+	 * the command: the completion ring, or the host reset failing it.
+	 * test_and_clear_bit makes "exactly once" hold against duplicate or
+	 * stale completions from the device.
+	 */
+	PVSCSI_CMD_INFLIGHT,
+};
+
+struct pvscsi_cmd_priv {
+	unsigned long flags;	/* PVSCSI_CMD_* bits, atomic bitops */
+};
+
+struct pvscsi_sg_chunk {
+	struct pvscsi_sg_element *va;
+	dma_addr_t dma;
+};
+
+struct pvscsi_stats {
+	/* submit_lock */
+	u64 requests;
+	u64 doorbells;
+	u64 kicks_rw;
+	u64 kicks_non_rw;
+	u64 kicks_skipped;
+	u64 busy;
+	/* cmp_lock */
+	u64 interrupts;
+	u64 completions;
+	u64 cmpl_per_irq_max;
+	u64 bogus_completions;
+	/* msg_lock */
+	u64 msgs;
+	u64 bogus_msgs;
+	/* atomics: the error handler may run several of these at once */
+	atomic64_t aborts;
+	atomic64_t aborts_failed;
+	atomic64_t device_resets;
+	atomic64_t bus_resets;
+	atomic64_t host_resets;
+};
+
+struct pvscsi_adapter {
+	struct pci_dev *pdev;
+	struct Scsi_Host *shost;
+	void __iomem *mmio;
+
+	/* ring geometry, fixed at probe */
+	u32 req_pages;
+	u32 req_entries;
+	u32 cmp_pages;
+	u32 cmp_entries;
+	u32 msg_pages;
+	u32 msg_entries;
+	u32 max_targets;
+	u32 ext_status;		/* EXT_QUERY answer, 0 when not asked */
+	enum pvscsi_irq_kind irq_kind;
+	bool use_msg;		/* device accepted SETUP_MSG_RING */
+	bool use_threshold;	/* device accepted SETUP_REQCALLTHRESHOLD */
+	int irq;
+
+	/* shared with the device */
+	struct pvscsi_rings_state *rings_state;
+	dma_addr_t rings_state_dma;
+	struct pvscsi_req_desc *req_ring;
+	dma_addr_t req_ring_dma;
+	struct pvscsi_cmp_desc *cmp_ring;
+	dma_addr_t cmp_ring_dma;
+	struct pvscsi_msg_desc *msg_ring;
+	dma_addr_t msg_ring_dma;
+	u8 *sense;		/* SCSI_SENSE_BUFFERSIZE per tag */
+	dma_addr_t sense_dma;
+	struct pvscsi_sg_chunk *sg_chunks;
+	u32 nr_sg_chunks;
+	struct pvscsi_cmd_setup_rings setup_cmd;
+
+	/*
+	 * Serialises a command register sequence (COMMAND, its COMMAND_DATA
+	 * dwords, COMMAND_STATUS): two interleaved sequences would hand the
+	 * device a mixed descriptor.
+	 */
+	spinlock_t cmd_lock;
+
+	/*
+	 * submit_lock guards req_prod, kick_pending, resetting, the request
+	 * ring slots and rings_state->req_prod_idx.
+	 */
+	spinlock_t submit_lock;
+	u32 req_prod;
+	u32 kick_pending;	/* PVSCSI_KICK_* not yet rung */
+	bool resetting;		/* host reset owns the rings */
+
+	/* cmp_lock guards cmp_cons and rings_state->cmp_cons_idx */
+	spinlock_t cmp_lock;
+	u32 cmp_cons;
+
+	/*
+	 * msg_lock guards msg_cons, rings_state->msg_cons_idx and
+	 * msg_stopped; it is never held across a SCSI scan, so the host
+	 * reset can take it while the message work waits for the scan.
+	 */
+	struct mutex msg_lock;
+	u32 msg_cons;		/* the ISR peeks at it with READ_ONCE */
+	bool msg_stopped;
+	struct work_struct msg_work;
+
+	struct pvscsi_stats stats;
+};
+
+static bool pvscsi_inject(struct pvscsi_adapter *a, enum pvscsi_probe_step s)
+{
+	if (READ_ONCE(fail_probe) != s)
+		return false;
+	dev_info(&a->pdev->dev, "fault injection: failing probe step %u\n", s);
+	return true;
+}
+
+static void *pvscsi_dma_alloc(struct pvscsi_adapter *a, size_t size,
+			      dma_addr_t *dma)
+{
+	void *va = dma_alloc_coherent(&a->pdev->dev, size, dma, GFP_KERNEL);
+
+	if (va)
+		atomic_inc(&pvscsi_live_dma);
+	return va;
+}
+
+static void pvscsi_dma_free(struct pvscsi_adapter *a, size_t size, void *va,
+			    dma_addr_t dma)
+{
+	if (!va)
+		return;
+	dma_free_coherent(&a->pdev->dev, size, va, dma);
+	atomic_dec(&pvscsi_live_dma);
+}
+
+/* --- registers and commands -------------------------------------------- */
+
+static u32 pvscsi_read(struct pvscsi_adapter *a, u32 reg)
+{
+	return ioread32(a->mmio + reg);
+}
+
+static void pvscsi_write(struct pvscsi_adapter *a, u32 reg, u32 val)
+{
+	iowrite32(val, a->mmio + reg);
+}
+
+/*
+ * Issue one command and stream its little-endian descriptor; returns
+ * COMMAND_STATUS (PVSCSI_STATUS_UNSUPPORTED when the device refuses it).
+ */
+static u32 pvscsi_command(struct pvscsi_adapter *a, u32 cmd, const void *desc,
+			  size_t len)
+{
+	const u8 *p = desc;
+	unsigned long flags;
+	__le32 w;
+	size_t i;
+	u32 status;
+
+	spin_lock_irqsave(&a->cmd_lock, flags);
+	pvscsi_write(a, PVSCSI_REG_COMMAND, cmd);
+	for (i = 0; i + sizeof(w) <= len; i += sizeof(w)) {
+		memcpy(&w, p + i, sizeof(w));
+		pvscsi_write(a, PVSCSI_REG_COMMAND_DATA, le32_to_cpu(w));
+	}
+	status = pvscsi_read(a, PVSCSI_REG_COMMAND_STATUS);
+	spin_unlock_irqrestore(&a->cmd_lock, flags);
+	return status;
+}
+
+static void pvscsi_mask_intr(struct pvscsi_adapter *a)
+{
+	pvscsi_write(a, PVSCSI_REG_INTR_MASK, 0);
+}
+
+static void pvscsi_unmask_intr(struct pvscsi_adapter *a)
+{
+	u32 mask = PVSCSI_INTR_CMPL_MASK;
+
+	if (a->use_msg)
+		mask |= PVSCSI_INTR_MSG_MASK;
+	pvscsi_write(a, PVSCSI_REG_INTR_MASK, mask);
+}
+
+static void pvscsi_adapter_reset(struct pvscsi_adapter *a)
+{
+	pvscsi_command(a, PVSCSI_CMD_ADAPTER_RESET, NULL, 0);
+}
+
+/* --- I/O submission ------------------------------------------------------ */
+
+static bool pvscsi_is_rw(u8 op)
+{
+	switch (op) {
+	case READ_6:
+	case WRITE_6:
+	case READ_10:
+	case WRITE_10:
+	case READ_12:
+	case WRITE_12:
+	case READ_16:
+	case WRITE_16:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static u32 pvscsi_tag(struct scsi_cmnd *cmd)
+{
+	return scsi_cmd_to_rq(cmd)->tag;
+}
+
+static struct pvscsi_sg_element *pvscsi_sg_page(struct pvscsi_adapter *a,
+						u32 tag, dma_addr_t *dma)
+{
+	struct pvscsi_sg_chunk *c = &a->sg_chunks[tag / PVSCSI_SG_PER_CHUNK];
+	u32 off = (tag % PVSCSI_SG_PER_CHUNK) * PVSCSI_PAGE_SIZE;
+
+	*dma = c->dma + off;
+	return (void *)c->va + off;
+}
+
+static void pvscsi_fill_data(struct pvscsi_adapter *a, struct scsi_cmnd *cmd,
+			     struct pvscsi_req_desc *d, int nseg, u32 tag)
+{
+	struct pvscsi_sg_element *sge;
+	struct scatterlist *sg;
+	dma_addr_t sg_dma;
+	int i;
+
+	d->data_len = cpu_to_le64(scsi_bufflen(cmd));
+	if (nseg == 0)
+		return;
+	if (nseg == 1) {
+		/* one segment: no SG page, the device reads one DMA less */
+		d->data_addr = cpu_to_le64(sg_dma_address(scsi_sglist(cmd)));
+		return;
+	}
+	sge = pvscsi_sg_page(a, tag, &sg_dma);
+	scsi_for_each_sg(cmd, sg, nseg, i) {
+		sge[i].addr = cpu_to_le64(sg_dma_address(sg));
+		sge[i].length = cpu_to_le32(sg_dma_len(sg));
+		sge[i].flags = 0;
+	}
+	d->flags |= cpu_to_le32(PVSCSI_FLAG_CMD_WITH_SG_LIST);
+	d->data_addr = cpu_to_le64(sg_dma);
+}
+
+/*
+ * submit_lock held: ring the doorbell for what was queued since the last
+ * one.  iowrite32() orders the index store before the MMIO write.
+ */
+static void pvscsi_kick_locked(struct pvscsi_adapter *a)
+{
+	u32 pending = a->kick_pending;
+	u32 cons, threshold;
+
+	if (!pending || a->resetting)
+		return;
+	a->kick_pending = 0;
+	if (pending & PVSCSI_KICK_NON_RW) {
+		/* the device processes the whole ring on either doorbell */
+		pvscsi_write(a, PVSCSI_REG_KICK_NON_RW_IO, 0);
+		a->stats.kicks_non_rw++;
+		a->stats.doorbells++;
+		return;
+	}
+	if (a->use_threshold) {
+		/*
+		 * The device publishes how many unconsumed requests it
+		 * tolerates before it wants a doorbell; below that it is
+		 * still polling the ring.
+		 */
+		cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
+		threshold = le32_to_cpu(READ_ONCE(a->rings_state->req_call_threshold));
+		if (a->req_prod - cons < threshold) {
+			a->stats.kicks_skipped++;
+			return;
+		}
+	}
+	pvscsi_write(a, PVSCSI_REG_KICK_RW_IO, 0);
+	a->stats.kicks_rw++;
+	a->stats.doorbells++;
+}
+
+static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
+{
+	struct pvscsi_adapter *a = shost_priv(shost);
+	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
+	struct scsi_device *sdev = cmd->device;
+	u32 tag = pvscsi_tag(cmd);
+	struct pvscsi_req_desc *d;
+	unsigned long flags;
+	bool rw, last;
+	u32 prod, cons, dir;
+	int nseg;
+
+	nseg = scsi_dma_map(cmd);
+	if (unlikely(nseg < 0))
+		return SCSI_MLQUEUE_HOST_BUSY;
+
+	switch (cmd->sc_data_direction) {
+	case DMA_FROM_DEVICE:
+		dir = PVSCSI_FLAG_CMD_DIR_TOHOST;
+		break;
+	case DMA_TO_DEVICE:
+		dir = PVSCSI_FLAG_CMD_DIR_TODEVICE;
+		break;
+	default:
+		dir = PVSCSI_FLAG_CMD_DIR_NONE;
+		break;
+	}
+	rw = pvscsi_is_rw(cmd->cmnd[0]);
+	/*
+	 * SCMD_LAST marks the end of a blk-mq batch; until then the doorbell
+	 * waits (commit_rqs rings it if the batch is cut short).  Non-R/W
+	 * commands (scan, EH, ioctls) never wait.
+	 */
+	last = !rw || (cmd->flags & SCMD_LAST);
+
+	spin_lock_irqsave(&a->submit_lock, flags);
+	prod = a->req_prod;
+	cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
+	/* a consumer index ahead of us reads as a full ring: wait */
+	if (unlikely(a->resetting || prod - cons >= a->req_entries)) {
+		a->stats.busy++;
+		pvscsi_kick_locked(a);
+		spin_unlock_irqrestore(&a->submit_lock, flags);
+		scsi_dma_unmap(cmd);
+		return SCSI_MLQUEUE_HOST_BUSY;
+	}
+
+	d = &a->req_ring[prod & (a->req_entries - 1)];
+	memset(d, 0, sizeof(*d));
+	d->context = cpu_to_le64((u64)tag + 1);
+	d->flags = cpu_to_le32(dir);
+	d->sense_addr = cpu_to_le64(a->sense_dma + (u64)tag * SCSI_SENSE_BUFFERSIZE);
+	d->sense_len = cpu_to_le32(SCSI_SENSE_BUFFERSIZE);
+	memcpy(d->cdb, cmd->cmnd, min_t(u32, cmd->cmd_len, PVSCSI_MAX_CDB_LEN));
+	d->cdb_len = min_t(u32, cmd->cmd_len, PVSCSI_MAX_CDB_LEN);
+	int_to_scsilun(sdev->lun, (struct scsi_lun *)d->lun);
+	d->tag = SIMPLE_QUEUE_TAG;
+	d->bus = sdev->channel;
+	d->target = sdev->id;
+	d->vcpu_hint = cpu_to_le16(raw_smp_processor_id());
+	pvscsi_fill_data(a, cmd, d, nseg, tag);
+
+	set_bit(PVSCSI_CMD_INFLIGHT, &p->flags);
+	/* descriptor and SG page before the index that publishes them */
+	dma_wmb();
+	a->req_prod = prod + 1;
+	WRITE_ONCE(a->rings_state->req_prod_idx, cpu_to_le32(prod + 1));
+	/* from here on cmd may already be complete: do not touch it */
+	a->stats.requests++;
+	a->kick_pending |= rw ? PVSCSI_KICK_RW : PVSCSI_KICK_NON_RW;
+	if (last)
+		pvscsi_kick_locked(a);
+	spin_unlock_irqrestore(&a->submit_lock, flags);
+	return 0;
+}
+
+static void pvscsi_commit_rqs(struct Scsi_Host *shost, u16 hwq)
+{
+	struct pvscsi_adapter *a = shost_priv(shost);
+	unsigned long flags;
+
+	spin_lock_irqsave(&a->submit_lock, flags);
+	pvscsi_kick_locked(a);
+	spin_unlock_irqrestore(&a->submit_lock, flags);
+}
+
+/* --- completion ---------------------------------------------------------- */
+
+static void pvscsi_set_result(struct scsi_cmnd *cmd, u16 btstat, u16 sdstat,
+			      u64 data_len)
+{
+	u32 len = scsi_bufflen(cmd);
+
+	if (sdstat != SAM_STAT_GOOD &&
+	    (btstat == BTSTAT_SUCCESS ||
+	     btstat == BTSTAT_LINKED_COMMAND_COMPLETED ||
+	     btstat == BTSTAT_LINKED_COMMAND_COMPLETED_WITH_FLAG)) {
+		if (sdstat == SAM_STAT_COMMAND_TERMINATED)
+			cmd->result = DID_RESET << 16;
+		else
+			cmd->result = (DID_OK << 16) | (sdstat & 0xff);
+		return;
+	}
+	switch (btstat) {
+	case BTSTAT_SUCCESS:
+	case BTSTAT_LINKED_COMMAND_COMPLETED:
+	case BTSTAT_LINKED_COMMAND_COMPLETED_WITH_FLAG:
+		/* some devices report 0 bytes for a full transfer */
+		if (data_len && data_len < len)
+			scsi_set_resid(cmd, len - data_len);
+		cmd->result = DID_OK << 16;
+		break;
+	case BTSTAT_DATARUN:
+	case BTSTAT_DATA_UNDERRUN:
+		if (data_len < len)
+			scsi_set_resid(cmd, len - data_len);
+		cmd->result = DID_ERROR << 16;
+		break;
+	case BTSTAT_SELTIMEO:
+	case BTSTAT_LUNMISMATCH:
+		cmd->result = DID_BAD_TARGET << 16;
+		break;
+	case BTSTAT_SENTRST:
+	case BTSTAT_RECVRST:
+	case BTSTAT_BUSRESET:
+		cmd->result = DID_RESET << 16;
+		break;
+	case BTSTAT_ABORTQUEUE:
+		cmd->result = DID_BUS_BUSY << 16;
+		break;
+	case BTSTAT_SCSIPARITY:
+		cmd->result = DID_PARITY << 16;
+		break;
+	default:
+		cmd->result = DID_ERROR << 16;
+		break;
+	}
+}
+
+/* Find the in-flight command behind a device-supplied context, or NULL. */
+static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
+{
+	struct pvscsi_cmd_priv *p;
+	struct scsi_cmnd *cmd;
+
+	if (context == 0 || context > a->req_entries)
+		return NULL;
+	cmd = scsi_host_find_tag(a->shost, (int)(context - 1));
+	if (!cmd)
+		return NULL;
+	p = scsi_cmd_priv(cmd);
+	if (!test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+		return NULL;
+	return cmd;
+}
+
+static void pvscsi_finish(struct pvscsi_adapter *a, struct scsi_cmnd *cmd)
+{
+	scsi_dma_unmap(cmd);
+	scsi_done(cmd);
+}
+
+/* cmp_lock held */
+static void pvscsi_complete_one(struct pvscsi_adapter *a,
+				const struct pvscsi_cmp_desc *e)
+{
+	u64 context = le64_to_cpu(e->context);
+	u16 sdstat = le16_to_cpu(e->scsi_status);
+	u32 sense_len = le32_to_cpu(e->sense_len);
+	struct scsi_cmnd *cmd;
+	u32 tag;
+
+	cmd = pvscsi_claim(a, context);
+	if (!cmd) {
+		a->stats.bogus_completions++;
+		dev_warn_ratelimited(&a->pdev->dev,
+				     "completion with unknown context %#llx ignored\n",
+				     context);
+		return;
+	}
+	tag = (u32)context - 1;
+	pvscsi_set_result(cmd, le16_to_cpu(e->host_status), sdstat,
+			  le64_to_cpu(e->data_len));
+	if (sdstat == SAM_STAT_CHECK_CONDITION && sense_len)
+		memcpy(cmd->sense_buffer, a->sense + tag * SCSI_SENSE_BUFFERSIZE,
+		       min_t(u32, sense_len, SCSI_SENSE_BUFFERSIZE));
+	pvscsi_finish(a, cmd);
+}
+
+/*
+ * Reap at most @budget completions; returns the number reaped and sets
+ * *more when the device has published others.  cmp_lock held.
+ */
+static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
+{
+	struct pvscsi_rings_state *s = a->rings_state;
+	u32 cons = a->cmp_cons, prod, n = 0;
+	struct pvscsi_cmp_desc e;
+
+	*more = false;
+	prod = le32_to_cpu(READ_ONCE(s->cmp_prod_idx));
+	if (unlikely(prod - cons > a->cmp_entries)) {
+		/* more completions than slots: the index is garbage */
+		a->stats.bogus_completions++;
+		dev_warn_ratelimited(&a->pdev->dev,
+				     "completion producer %u vs consumer %u ignored\n",
+				     prod, cons);
+		return 0;
+	}
+	/* the descriptors are valid only once the index is seen */
+	dma_rmb();
+	while (cons != prod && n < budget) {
+		/* one copy: the device cannot change what we validated */
+		memcpy(&e, &a->cmp_ring[cons & (a->cmp_entries - 1)], sizeof(e));
+		pvscsi_complete_one(a, &e);
+		cons++;
+		n++;
+	}
+	if (n) {
+		/* finish reading the slots before handing them back */
+		mb();
+		a->cmp_cons = cons;
+		WRITE_ONCE(s->cmp_cons_idx, cpu_to_le32(cons));
+		a->stats.completions += n;
+	}
+	*more = cons != prod;
+	return n;
+}
+
+static bool pvscsi_reap(struct pvscsi_adapter *a, u32 budget, bool from_irq)
+{
+	unsigned long flags;
+	bool more;
+	u32 n;
+
+	spin_lock_irqsave(&a->cmp_lock, flags);
+	n = pvscsi_reap_locked(a, budget, &more);
+	if (from_irq) {
+		a->stats.interrupts++;
+		if (n > a->stats.cmpl_per_irq_max)
+			a->stats.cmpl_per_irq_max = n;
+	}
+	spin_unlock_irqrestore(&a->cmp_lock, flags);
+	return more;
+}
+
+static bool pvscsi_msg_pending(struct pvscsi_adapter *a)
+{
+	u32 prod = le32_to_cpu(READ_ONCE(a->rings_state->msg_prod_idx));
+
+	return prod != READ_ONCE(a->msg_cons);
+}
+
+static irqreturn_t pvscsi_isr(int irq, void *data)
+{
+	struct pvscsi_adapter *a = data;
+	u32 status;
+
+	if (a->irq_kind == PVSCSI_IRQ_INTX) {
+		status = pvscsi_read(a, PVSCSI_REG_INTR_STATUS);
+		/* shared line, or the device went away */
+		if (!status || status == ~0u)
+			return IRQ_NONE;
+		pvscsi_write(a, PVSCSI_REG_INTR_STATUS, status);
+	}
+	if (a->use_msg && pvscsi_msg_pending(a))
+		queue_work(system_long_wq, &a->msg_work);
+	if (pvscsi_reap(a, cmp_budget, true))
+		return IRQ_WAKE_THREAD;
+	return IRQ_HANDLED;
+}
+
+/* what did not fit in the hard interrupt's budget */
+static irqreturn_t pvscsi_isr_thread(int irq, void *data)
+{
+	struct pvscsi_adapter *a = data;
+
+	while (pvscsi_reap(a, cmp_budget, false))
+		cond_resched();
+	return IRQ_HANDLED;
+}
+
+/* --- message ring: hot plug ----------------------------------------------- */
+
+struct pvscsi_msg_event {
+	u32 type;
+	u32 bus;
+	u32 target;
+	u64 lun;
+};
+
+/* copy out up to @max events; msg_lock held */
+static int pvscsi_msg_fetch(struct pvscsi_adapter *a,
+			    struct pvscsi_msg_event *ev, int max)
+{
+	struct pvscsi_rings_state *s = a->rings_state;
+	struct pvscsi_msg_dev_status m;
+	u32 prod, cons = a->msg_cons;
+	int n = 0;
+
+	if (a->msg_stopped || !a->use_msg)
+		return 0;
+	prod = le32_to_cpu(READ_ONCE(s->msg_prod_idx));
+	if (prod - cons > a->msg_entries) {
+		a->stats.bogus_msgs++;
+		dev_warn_ratelimited(&a->pdev->dev,
+				     "message producer %u vs consumer %u: dropped\n",
+				     prod, cons);
+		cons = prod;
+		goto out;
+	}
+	dma_rmb();
+	while (cons != prod && n < max) {
+		memcpy(&m, &a->msg_ring[cons & (a->msg_entries - 1)], sizeof(m));
+		cons++;
+		a->stats.msgs++;
+		ev[n].type = le32_to_cpu(m.type);
+		ev[n].bus = le32_to_cpu(m.bus);
+		ev[n].target = le32_to_cpu(m.target);
+		ev[n].lun = scsilun_to_int((struct scsi_lun *)m.lun);
+		if ((ev[n].type != PVSCSI_MSG_DEV_ADDED &&
+		     ev[n].type != PVSCSI_MSG_DEV_REMOVED) ||
+		    ev[n].bus != 0 || ev[n].target >= a->max_targets ||
+		    ev[n].lun >= PVSCSI_MAX_LUN) {
+			a->stats.bogus_msgs++;
+			dev_warn_ratelimited(&a->pdev->dev,
+					     "message type %u %u:%u:%llu ignored\n",
+					     ev[n].type, ev[n].bus, ev[n].target,
+					     ev[n].lun);
+			continue;
+		}
+		n++;
+	}
+out:
+	/* done reading the slots before the device may reuse them */
+	mb();
+	WRITE_ONCE(a->msg_cons, cons);
+	WRITE_ONCE(s->msg_cons_idx, cpu_to_le32(cons));
+	return n;
+}
+
+static void pvscsi_msg_work(struct work_struct *work)
+{
+	struct pvscsi_adapter *a = container_of(work, struct pvscsi_adapter,
+						msg_work);
+	struct pvscsi_msg_event ev[PVSCSI_MSG_BATCH];
+	struct scsi_device *sdev;
+	int i, n;
+
+	for (;;) {
+		mutex_lock(&a->msg_lock);
+		n = pvscsi_msg_fetch(a, ev, ARRAY_SIZE(ev));
+		mutex_unlock(&a->msg_lock);
+		if (!n)
+			return;
+		for (i = 0; i < n; i++) {
+			sdev = scsi_device_lookup(a->shost, ev[i].bus,
+						  ev[i].target, ev[i].lun);
+			if (ev[i].type == PVSCSI_MSG_DEV_ADDED) {
+				dev_info(&a->pdev->dev, "device added: %u:%u:%llu\n",
+					 ev[i].bus, ev[i].target, ev[i].lun);
+				if (sdev)
+					scsi_device_put(sdev);
+				else
+					scsi_add_device(a->shost, ev[i].bus,
+							ev[i].target, ev[i].lun);
+			} else {
+				dev_info(&a->pdev->dev, "device removed: %u:%u:%llu\n",
+					 ev[i].bus, ev[i].target, ev[i].lun);
+				if (sdev) {
+					scsi_remove_device(sdev);
+					scsi_device_put(sdev);
+				}
+			}
+		}
+	}
+}
+
+/* --- ring setup ---------------------------------------------------------- */
+
+/* built once at probe: the ring addresses never change afterwards */
+static void pvscsi_build_setup_cmd(struct pvscsi_adapter *a)
+{
+	struct pvscsi_cmd_setup_rings *cmd = &a->setup_cmd;
+	u32 i;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->req_ring_num_pages = cpu_to_le32(a->req_pages);
+	cmd->cmp_ring_num_pages = cpu_to_le32(a->cmp_pages);
+	cmd->rings_state_ppn = cpu_to_le64(a->rings_state_dma >> PVSCSI_PAGE_SHIFT);
+	for (i = 0; i < a->req_pages; i++)
+		cmd->req_ring_ppns[i] = cpu_to_le64((a->req_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+	for (i = 0; i < a->cmp_pages; i++)
+		cmd->cmp_ring_ppns[i] = cpu_to_le64((a->cmp_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+}
+
+/*
+ * Hand the rings to the device.  The caller owns every index (probe, or
+ * the host reset with submission stopped and interrupts masked) and has
+ * zeroed them; nothing here allocates, so the host reset cannot fail on
+ * memory.
+ */
+static int pvscsi_setup_rings(struct pvscsi_adapter *a)
+{
+	struct pvscsi_cmd_setup_msg_ring msg = {};
+	struct pvscsi_cmd_setup_req_call thr = {};
+	u32 i, status;
+
+	status = pvscsi_command(a, PVSCSI_CMD_SETUP_RINGS, &a->setup_cmd,
+				sizeof(a->setup_cmd));
+	if (status == PVSCSI_STATUS_UNSUPPORTED)
+		return -EIO;
+
+	a->use_threshold = false;
+	if (use_req_threshold) {
+		thr.enable = cpu_to_le32(1);
+		status = pvscsi_command(a, PVSCSI_CMD_SETUP_REQCALLTHRESHOLD,
+					&thr, sizeof(thr));
+		a->use_threshold = status != PVSCSI_STATUS_UNSUPPORTED;
+	}
+
+	a->use_msg = false;
+	if (a->msg_ring) {
+		msg.num_pages = cpu_to_le32(a->msg_pages);
+		for (i = 0; i < a->msg_pages; i++)
+			msg.ring_ppns[i] = cpu_to_le64((a->msg_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+		status = pvscsi_command(a, PVSCSI_CMD_SETUP_MSG_RING, &msg, sizeof(msg));
+		a->use_msg = status != PVSCSI_STATUS_UNSUPPORTED;
+	}
+	return 0;
+}
+
+static u32 pvscsi_query_targets(struct pvscsi_adapter *a)
+{
+	struct pvscsi_config_page_controller *page;
+	struct pvscsi_cmd_config cmd = {};
+	u32 status, n = PVSCSI_DEFAULT_TARGETS;
+	dma_addr_t dma;
+
+	page = pvscsi_dma_alloc(a, PVSCSI_PAGE_SIZE, &dma);
+	if (!page)
+		return n;
+	cmd.cmp_addr = cpu_to_le64(dma);
+	cmd.config_page_address =
+		cpu_to_le64((u64)PVSCSI_CONFIG_CONTROLLER_ADDRESS << 32);
+	cmd.config_page_num = cpu_to_le32(PVSCSI_CONFIG_PAGE_CONTROLLER);
+	status = pvscsi_command(a, PVSCSI_CMD_CONFIG, &cmd, sizeof(cmd));
+	if (status != PVSCSI_STATUS_UNSUPPORTED) {
+		/* read once: the device owns the page */
+		u16 hs = le16_to_cpu(READ_ONCE(page->header.host_status));
+		u16 ss = le16_to_cpu(READ_ONCE(page->header.scsi_status));
+		u32 phys = le32_to_cpu(READ_ONCE(page->num_phys));
+
+		if (hs == BTSTAT_SUCCESS && ss == SAM_STAT_GOOD && phys &&
+		    phys <= PVSCSI_MAX_TARGETS)
+			n = phys;
+	}
+	pvscsi_dma_free(a, PVSCSI_PAGE_SIZE, page, dma);
+	return n;
+}
+
+static void pvscsi_query_ext(struct pvscsi_adapter *a)
+{
+	struct pvscsi_cmd_ext_query q = {
+		.magic = cpu_to_le32(PVSCSI_EXT_QUERY_MAGIC),
+		.driver_version = cpu_to_le32(PVSCSI_EXT_VERSION),
+	};
+	u32 status;
+
+	a->ext_status = 0;
+	if (!ext) {
+		dev_info(&a->pdev->dev, "extension disabled (ext=0): plain PVSCSI ABI\n");
+		return;
+	}
+	status = pvscsi_command(a, PVSCSI_CMD_EXT_QUERY, &q, sizeof(q));
+	a->ext_status = status;
+	if (!PVSCSI_EXT_STATUS_VALID(status)) {
+		dev_info(&a->pdev->dev,
+			 "device has no vhost-pvscsi extension (status %#x): plain PVSCSI ABI\n",
+			 status);
+		return;
+	}
+	/* multi-queue arrives with a later driver version; stay plain */
+	dev_info(&a->pdev->dev,
+		 "vhost-pvscsi extension v%u, %u queues, features %#x: using the plain ABI\n",
+		 PVSCSI_EXT_STATUS_VERSION(status), PVSCSI_EXT_STATUS_QUEUES(status),
+		 PVSCSI_EXT_STATUS_FEATURES(status));
+}
+
+/* --- error handling -------------------------------------------------------- */
+
+struct pvscsi_match {
+	struct scsi_cmnd *cmd;		/* this command, or */
+	struct scsi_device *sdev;	/* any on this device, or */
+	bool any;			/* any at all */
+};
+
+static bool pvscsi_pending(struct pvscsi_adapter *a, const struct pvscsi_match *m)
+{
+	struct scsi_cmnd *cmd;
+	int tag;
+
+	if (m->cmd)
+		return test_bit(PVSCSI_CMD_INFLIGHT,
+				&((struct pvscsi_cmd_priv *)scsi_cmd_priv(m->cmd))->flags);
+	/* EH only: a walk over the tags is fine here, never in the I/O path */
+	for (tag = 0; tag < a->req_entries; tag++) {
+		cmd = scsi_host_find_tag(a->shost, tag);
+		if (!cmd)
+			continue;
+		if (!test_bit(PVSCSI_CMD_INFLIGHT,
+			      &((struct pvscsi_cmd_priv *)scsi_cmd_priv(cmd))->flags))
+			continue;
+		if (m->any || cmd->device == m->sdev)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The device returns aborted or reset commands through the completion
+ * ring, maybe later: an EH handler may only report success once they are
+ * back, or a late completion would hit the tag's next user.
+ */
+static int pvscsi_wait_returned(struct pvscsi_adapter *a,
+				const struct pvscsi_match *m)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(PVSCSI_EH_TIMEOUT_MS);
+
+	for (;;) {
+		while (pvscsi_reap(a, UINT_MAX, false))
+			;
+		if (!pvscsi_pending(a, m))
+			return SUCCESS;
+		if (time_after(jiffies, end))
+			return FAILED;
+		msleep(20);
+	}
+}
+
+static int pvscsi_eh_abort(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	struct pvscsi_match m = { .cmd = cmd };
+	struct pvscsi_cmd_abort ab = {};
+	int ret;
+
+	atomic64_inc(&a->stats.aborts);
+	scmd_printk(KERN_WARNING, cmd, "abort tag %u op %#x\n", pvscsi_tag(cmd),
+		    cmd->cmnd[0]);
+	while (pvscsi_reap(a, UINT_MAX, false))
+		;
+	if (!pvscsi_pending(a, &m))
+		return SUCCESS;
+	ab.context = cpu_to_le64((u64)pvscsi_tag(cmd) + 1);
+	ab.target = cpu_to_le32(cmd->device->id);
+	pvscsi_command(a, PVSCSI_CMD_ABORT_CMD, &ab, sizeof(ab));
+	ret = pvscsi_wait_returned(a, &m);
+	if (ret != SUCCESS) {
+		atomic64_inc(&a->stats.aborts_failed);
+		scmd_printk(KERN_WARNING, cmd, "abort failed: the device kept the command\n");
+	}
+	return ret;
+}
+
+static int pvscsi_eh_device_reset(struct scsi_cmnd *cmd)
+{
+	struct scsi_device *sdev = cmd->device;
+	struct pvscsi_adapter *a = shost_priv(sdev->host);
+	struct pvscsi_match m = { .sdev = sdev };
+	struct pvscsi_cmd_reset_device rd = {};
+	u32 status;
+
+	atomic64_inc(&a->stats.device_resets);
+	sdev_printk(KERN_INFO, sdev, "device reset\n");
+	rd.target = cpu_to_le32(sdev->id);
+	int_to_scsilun(sdev->lun, (struct scsi_lun *)rd.lun);
+	status = pvscsi_command(a, PVSCSI_CMD_RESET_DEVICE, &rd, sizeof(rd));
+	if (status == PVSCSI_STATUS_UNSUPPORTED)
+		return FAILED;
+	return pvscsi_wait_returned(a, &m);
+}
+
+static int pvscsi_eh_bus_reset(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	struct pvscsi_match m = { .any = true };
+	u32 status;
+
+	atomic64_inc(&a->stats.bus_resets);
+	shost_printk(KERN_INFO, a->shost, "bus reset\n");
+	status = pvscsi_command(a, PVSCSI_CMD_RESET_BUS, NULL, 0);
+	if (status == PVSCSI_STATUS_UNSUPPORTED)
+		return FAILED;
+	return pvscsi_wait_returned(a, &m);
+}
+
+static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	struct pvscsi_cmd_priv *p;
+	struct scsi_cmnd *c;
+	unsigned long flags;
+	int tag, failed = 0;
+	bool more;
+
+	atomic64_inc(&a->stats.host_resets);
+	shost_printk(KERN_INFO, a->shost, "host reset\n");
+
+	/* no new descriptors while the rings are torn down */
+	spin_lock_irqsave(&a->submit_lock, flags);
+	a->resetting = true;
+	a->kick_pending = 0;
+	spin_unlock_irqrestore(&a->submit_lock, flags);
+	pvscsi_mask_intr(a);
+	synchronize_irq(a->irq);
+	mutex_lock(&a->msg_lock);
+
+	/*
+	 * Reset first, then reap: a device stops touching the rings at
+	 * ADAPTER_RESET, and may post the completions of the commands it
+	 * cancels just before.  Reaping before the reset would race with
+	 * completions posted in between; after it the ring is stable.
+	 */
+	pvscsi_adapter_reset(a);
+	spin_lock_irqsave(&a->cmp_lock, flags);
+	pvscsi_reap_locked(a, UINT_MAX, &more);
+	/* whatever the device did not return, it has now forgotten */
+	for (tag = 0; tag < a->req_entries; tag++) {
+		c = scsi_host_find_tag(a->shost, tag);
+		if (!c)
+			continue;
+		p = scsi_cmd_priv(c);
+		if (!test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+			continue;
+		c->result = DID_RESET << 16;
+		pvscsi_finish(a, c);
+		failed++;
+	}
+	memset(a->rings_state, 0, PVSCSI_PAGE_SIZE);
+	a->cmp_cons = 0;
+	spin_unlock_irqrestore(&a->cmp_lock, flags);
+	WRITE_ONCE(a->msg_cons, 0);
+	spin_lock_irqsave(&a->submit_lock, flags);
+	a->req_prod = 0;
+	spin_unlock_irqrestore(&a->submit_lock, flags);
+
+	if (pvscsi_setup_rings(a))
+		shost_printk(KERN_ERR, a->shost, "the device refused SETUP_RINGS after reset\n");
+	spin_lock_irqsave(&a->submit_lock, flags);
+	a->resetting = false;
+	spin_unlock_irqrestore(&a->submit_lock, flags);
+	mutex_unlock(&a->msg_lock);
+	pvscsi_unmask_intr(a);
+	shost_printk(KERN_INFO, a->shost, "host reset done, %d commands failed back\n",
+		     failed);
+	return SUCCESS;
+}
+
+/* --- sysfs ------------------------------------------------------------------ */
+
+enum pvscsi_attr_id {
+	PVSCSI_A_REQUESTS,
+	PVSCSI_A_DOORBELLS,
+	PVSCSI_A_KICKS_RW,
+	PVSCSI_A_KICKS_NON_RW,
+	PVSCSI_A_KICKS_SKIPPED,
+	PVSCSI_A_BUSY,
+	PVSCSI_A_INTERRUPTS,
+	PVSCSI_A_COMPLETIONS,
+	PVSCSI_A_CMPL_PER_IRQ_MAX,
+	PVSCSI_A_BOGUS_COMPLETIONS,
+	PVSCSI_A_MSGS,
+	PVSCSI_A_BOGUS_MSGS,
+	PVSCSI_A_ABORTS,
+	PVSCSI_A_ABORTS_FAILED,
+	PVSCSI_A_DEVICE_RESETS,
+	PVSCSI_A_BUS_RESETS,
+	PVSCSI_A_HOST_RESETS,
+	PVSCSI_A_MSG_RING,
+	PVSCSI_A_REQ_CALL_THRESHOLD,
+	PVSCSI_A_MAX_TARGETS,
+	PVSCSI_A_REQ_RING_ENTRIES,
+	PVSCSI_A_CMP_RING_ENTRIES,
+	PVSCSI_A_IRQ_MODE,
+	PVSCSI_A_EXT_STATUS,
+	PVSCSI_A_EXT,
+};
+
+struct pvscsi_attr {
+	struct device_attribute dattr;
+	enum pvscsi_attr_id id;
+};
+
+/*
+ * Counters are read without their lock (see struct pvscsi_stats): a
+ * snapshot, each value itself never torn on a 64-bit guest.
+ */
+static u64 pvscsi_attr_value(struct pvscsi_adapter *a, enum pvscsi_attr_id id)
+{
+	struct pvscsi_stats *st = &a->stats;
+
+	switch (id) {
+	case PVSCSI_A_REQUESTS: return READ_ONCE(st->requests);
+	case PVSCSI_A_DOORBELLS: return READ_ONCE(st->doorbells);
+	case PVSCSI_A_KICKS_RW: return READ_ONCE(st->kicks_rw);
+	case PVSCSI_A_KICKS_NON_RW: return READ_ONCE(st->kicks_non_rw);
+	case PVSCSI_A_KICKS_SKIPPED: return READ_ONCE(st->kicks_skipped);
+	case PVSCSI_A_BUSY: return READ_ONCE(st->busy);
+	case PVSCSI_A_INTERRUPTS: return READ_ONCE(st->interrupts);
+	case PVSCSI_A_COMPLETIONS: return READ_ONCE(st->completions);
+	case PVSCSI_A_CMPL_PER_IRQ_MAX: return READ_ONCE(st->cmpl_per_irq_max);
+	case PVSCSI_A_BOGUS_COMPLETIONS: return READ_ONCE(st->bogus_completions);
+	case PVSCSI_A_MSGS: return READ_ONCE(st->msgs);
+	case PVSCSI_A_BOGUS_MSGS: return READ_ONCE(st->bogus_msgs);
+	case PVSCSI_A_ABORTS: return atomic64_read(&st->aborts);
+	case PVSCSI_A_ABORTS_FAILED: return atomic64_read(&st->aborts_failed);
+	case PVSCSI_A_DEVICE_RESETS: return atomic64_read(&st->device_resets);
+	case PVSCSI_A_BUS_RESETS: return atomic64_read(&st->bus_resets);
+	case PVSCSI_A_HOST_RESETS: return atomic64_read(&st->host_resets);
+	case PVSCSI_A_MSG_RING: return a->use_msg;
+	case PVSCSI_A_REQ_CALL_THRESHOLD: return a->use_threshold;
+	case PVSCSI_A_MAX_TARGETS: return a->max_targets;
+	case PVSCSI_A_REQ_RING_ENTRIES: return a->req_entries;
+	case PVSCSI_A_CMP_RING_ENTRIES: return a->cmp_entries;
+	default: return 0;
+	}
+}
+
+static ssize_t pvscsi_attr_show(struct device *dev, struct device_attribute *attr,
+				char *buf)
+{
+	struct pvscsi_attr *pa = container_of(attr, struct pvscsi_attr, dattr);
+	struct pvscsi_adapter *a = shost_priv(class_to_shost(dev));
+	u32 st = a->ext_status;
+
+	switch (pa->id) {
+	case PVSCSI_A_IRQ_MODE:
+		return sysfs_emit(buf, "%s\n", pvscsi_irq_names[a->irq_kind]);
+	case PVSCSI_A_EXT_STATUS:
+		return sysfs_emit(buf, "%#x\n", st);
+	case PVSCSI_A_EXT:
+		if (!ext)
+			return sysfs_emit(buf, "disabled\n");
+		if (!PVSCSI_EXT_STATUS_VALID(st))
+			return sysfs_emit(buf, "absent\n");
+		return sysfs_emit(buf, "v%u queues=%u features=%#x\n",
+				  PVSCSI_EXT_STATUS_VERSION(st),
+				  PVSCSI_EXT_STATUS_QUEUES(st),
+				  PVSCSI_EXT_STATUS_FEATURES(st));
+	default:
+		return sysfs_emit(buf, "%llu\n", pvscsi_attr_value(a, pa->id));
+	}
+}
+
+#define PVSCSI_ATTR(n, i) \
+	{ .dattr = __ATTR(n, 0444, pvscsi_attr_show, NULL), .id = (i) }
+
+static struct pvscsi_attr pvscsi_attr_table[] = {
+	PVSCSI_ATTR(requests, PVSCSI_A_REQUESTS),
+	PVSCSI_ATTR(doorbells, PVSCSI_A_DOORBELLS),
+	PVSCSI_ATTR(kicks_rw, PVSCSI_A_KICKS_RW),
+	PVSCSI_ATTR(kicks_non_rw, PVSCSI_A_KICKS_NON_RW),
+	PVSCSI_ATTR(kicks_skipped, PVSCSI_A_KICKS_SKIPPED),
+	PVSCSI_ATTR(busy, PVSCSI_A_BUSY),
+	PVSCSI_ATTR(interrupts, PVSCSI_A_INTERRUPTS),
+	PVSCSI_ATTR(completions, PVSCSI_A_COMPLETIONS),
+	PVSCSI_ATTR(cmpl_per_irq_max, PVSCSI_A_CMPL_PER_IRQ_MAX),
+	PVSCSI_ATTR(bogus_completions, PVSCSI_A_BOGUS_COMPLETIONS),
+	PVSCSI_ATTR(msgs, PVSCSI_A_MSGS),
+	PVSCSI_ATTR(bogus_msgs, PVSCSI_A_BOGUS_MSGS),
+	PVSCSI_ATTR(aborts, PVSCSI_A_ABORTS),
+	PVSCSI_ATTR(aborts_failed, PVSCSI_A_ABORTS_FAILED),
+	PVSCSI_ATTR(device_resets, PVSCSI_A_DEVICE_RESETS),
+	PVSCSI_ATTR(bus_resets, PVSCSI_A_BUS_RESETS),
+	PVSCSI_ATTR(host_resets, PVSCSI_A_HOST_RESETS),
+	PVSCSI_ATTR(msg_ring, PVSCSI_A_MSG_RING),
+	PVSCSI_ATTR(req_call_threshold, PVSCSI_A_REQ_CALL_THRESHOLD),
+	PVSCSI_ATTR(max_targets, PVSCSI_A_MAX_TARGETS),
+	PVSCSI_ATTR(req_ring_entries, PVSCSI_A_REQ_RING_ENTRIES),
+	PVSCSI_ATTR(cmp_ring_entries, PVSCSI_A_CMP_RING_ENTRIES),
+	PVSCSI_ATTR(irq_mode, PVSCSI_A_IRQ_MODE),
+	PVSCSI_ATTR(ext_status, PVSCSI_A_EXT_STATUS),
+	PVSCSI_ATTR(ext, PVSCSI_A_EXT),
+};
+
+/* filled from the table at module init */
+static struct attribute *pvscsi_attrs[ARRAY_SIZE(pvscsi_attr_table) + 1];
+
+static const struct attribute_group pvscsi_attr_group = {
+	.name = "pvscsi",
+	.attrs = pvscsi_attrs,
+};
+
+static const struct attribute_group *pvscsi_shost_groups[] = {
+	&pvscsi_attr_group,
+	NULL,
+};
+
+/* not const: 6.1's scsi_host_alloc() takes a mutable template */
+static struct scsi_host_template pvscsi_template = {
+	.module			= THIS_MODULE,
+	.name			= "pvscsi_mq PVSCSI HBA",
+	.proc_name		= KBUILD_MODNAME,
+	.queuecommand		= pvscsi_queuecommand,
+	.commit_rqs		= pvscsi_commit_rqs,
+	.change_queue_depth	= scsi_change_queue_depth,
+	.eh_abort_handler	= pvscsi_eh_abort,
+	.eh_device_reset_handler = pvscsi_eh_device_reset,
+	.eh_bus_reset_handler	= pvscsi_eh_bus_reset,
+	.eh_host_reset_handler	= pvscsi_eh_host_reset,
+	.this_id		= -1,
+	/* placeholders; probe sets the real values from the ring size */
+	.can_queue		= PVSCSI_REQ_DESCS_PER_PAGE,
+	.cmd_per_lun		= 1,
+	.sg_tablesize		= PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT,
+	.max_sectors		= 1024,
+	.cmd_size		= sizeof(struct pvscsi_cmd_priv),
+	.shost_groups		= pvscsi_shost_groups,
+};
+
+/* --- probe / remove -------------------------------------------------------- */
+
+static void pvscsi_free_sg(struct pvscsi_adapter *a)
+{
+	u32 i;
+
+	if (!a->sg_chunks)
+		return;
+	for (i = 0; i < a->nr_sg_chunks; i++)
+		pvscsi_dma_free(a, PVSCSI_SG_PER_CHUNK * PVSCSI_PAGE_SIZE,
+				a->sg_chunks[i].va, a->sg_chunks[i].dma);
+	kfree(a->sg_chunks);
+	a->sg_chunks = NULL;
+}
+
+static int pvscsi_alloc_sg(struct pvscsi_adapter *a)
+{
+	u32 i;
+
+	a->nr_sg_chunks = DIV_ROUND_UP(a->req_entries, PVSCSI_SG_PER_CHUNK);
+	a->sg_chunks = kcalloc(a->nr_sg_chunks, sizeof(*a->sg_chunks), GFP_KERNEL);
+	if (!a->sg_chunks)
+		return -ENOMEM;
+	for (i = 0; i < a->nr_sg_chunks; i++) {
+		/* the injected failure leaves a half-built array to unwind */
+		if (i == a->nr_sg_chunks / 2 && pvscsi_inject(a, PVSCSI_FAIL_SG))
+			return -ENOMEM;
+		a->sg_chunks[i].va =
+			pvscsi_dma_alloc(a, PVSCSI_SG_PER_CHUNK * PVSCSI_PAGE_SIZE,
+					 &a->sg_chunks[i].dma);
+		if (!a->sg_chunks[i].va)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void pvscsi_free_rings(struct pvscsi_adapter *a)
+{
+	pvscsi_dma_free(a, a->msg_pages * PVSCSI_PAGE_SIZE, a->msg_ring,
+			a->msg_ring_dma);
+	pvscsi_dma_free(a, a->cmp_pages * PVSCSI_PAGE_SIZE, a->cmp_ring,
+			a->cmp_ring_dma);
+	pvscsi_dma_free(a, a->req_pages * PVSCSI_PAGE_SIZE, a->req_ring,
+			a->req_ring_dma);
+	pvscsi_dma_free(a, PVSCSI_PAGE_SIZE, a->rings_state, a->rings_state_dma);
+	pvscsi_dma_free(a, (size_t)a->req_entries * SCSI_SENSE_BUFFERSIZE,
+			a->sense, a->sense_dma);
+	a->msg_ring = NULL;
+	a->cmp_ring = NULL;
+	a->req_ring = NULL;
+	a->rings_state = NULL;
+	a->sense = NULL;
+}
+
+static int pvscsi_alloc_rings(struct pvscsi_adapter *a)
+{
+	if (pvscsi_inject(a, PVSCSI_FAIL_RINGS))
+		return -ENOMEM;
+	a->rings_state = pvscsi_dma_alloc(a, PVSCSI_PAGE_SIZE, &a->rings_state_dma);
+	a->req_ring = pvscsi_dma_alloc(a, a->req_pages * PVSCSI_PAGE_SIZE,
+				       &a->req_ring_dma);
+	a->cmp_ring = pvscsi_dma_alloc(a, a->cmp_pages * PVSCSI_PAGE_SIZE,
+				       &a->cmp_ring_dma);
+	a->sense = pvscsi_dma_alloc(a, (size_t)a->req_entries * SCSI_SENSE_BUFFERSIZE,
+				    &a->sense_dma);
+	if (!a->rings_state || !a->req_ring || !a->cmp_ring || !a->sense)
+		return -ENOMEM;
+	if (a->msg_pages) {
+		a->msg_ring = pvscsi_dma_alloc(a, a->msg_pages * PVSCSI_PAGE_SIZE,
+					       &a->msg_ring_dma);
+		if (!a->msg_ring)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int pvscsi_setup_irq(struct pvscsi_adapter *a)
+{
+	static const unsigned int types[] = {
+		PCI_IRQ_MSIX | PCI_IRQ_MSI | PCI_IRQ_INTX,
+		PCI_IRQ_MSIX, PCI_IRQ_MSI, PCI_IRQ_INTX,
+	};
+	struct pci_dev *pdev = a->pdev;
+	unsigned long flags = 0;
+	int ret;
+
+	if (pvscsi_inject(a, PVSCSI_FAIL_VECTORS))
+		return -ENOSPC;
+	ret = pci_alloc_irq_vectors(pdev, 1, 1, types[irq_mode]);
+	if (ret < 0)
+		return ret;
+	if (pdev->msix_enabled) {
+		a->irq_kind = PVSCSI_IRQ_MSIX;
+	} else if (pdev->msi_enabled) {
+		a->irq_kind = PVSCSI_IRQ_MSI;
+	} else {
+		a->irq_kind = PVSCSI_IRQ_INTX;
+		flags = IRQF_SHARED;
+	}
+	a->irq = pci_irq_vector(pdev, 0);
+	if (pvscsi_inject(a, PVSCSI_FAIL_REQUEST_IRQ))
+		ret = -EBUSY;
+	else
+		ret = request_threaded_irq(a->irq, pvscsi_isr, pvscsi_isr_thread,
+					   flags, KBUILD_MODNAME, a);
+	if (ret) {
+		pci_free_irq_vectors(pdev);
+		return ret;
+	}
+	return 0;
+}
+
+static void pvscsi_free_irq(struct pvscsi_adapter *a)
+{
+	free_irq(a->irq, a);
+	pci_free_irq_vectors(a->pdev);
+}
+
+static int pvscsi_check_params(void)
+{
+	if (!is_power_of_2(ring_pages) || ring_pages > PVSCSI_SETUP_RINGS_MAX_PAGES) {
+		pr_err("ring_pages=%u: want a power of two 1..%u\n", ring_pages,
+		       PVSCSI_SETUP_RINGS_MAX_PAGES);
+		return -EINVAL;
+	}
+	if (msg_ring_pages && (!is_power_of_2(msg_ring_pages) ||
+			       msg_ring_pages > PVSCSI_SETUP_MSG_RING_MAX_PAGES)) {
+		pr_err("msg_ring_pages=%u: want 0 or a power of two 1..%u\n",
+		       msg_ring_pages, PVSCSI_SETUP_MSG_RING_MAX_PAGES);
+		return -EINVAL;
+	}
+	if (irq_mode > 3) {
+		pr_err("irq_mode=%u: want 0..3\n", irq_mode);
+		return -EINVAL;
+	}
+	if (!cmp_budget || cmp_budget > 4096) {
+		pr_err("cmp_budget=%u: want 1..4096\n", cmp_budget);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void pvscsi_stop_msgs(struct pvscsi_adapter *a)
+{
+	mutex_lock(&a->msg_lock);
+	a->msg_stopped = true;
+	mutex_unlock(&a->msg_lock);
+	cancel_work_sync(&a->msg_work);
+}
+
+static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct pvscsi_adapter *a;
+	struct Scsi_Host *shost;
+	int ret;
+
+	ret = pci_enable_device(pdev);
+	if (ret)
+		return ret;
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(32));
+	if (ret)
+		goto out_disable;
+	if (!(pci_resource_flags(pdev, 0) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, 0) < PVSCSI_BAR0_SIZE) {
+		dev_err(&pdev->dev, "BAR0 is not a %u-byte MMIO region\n",
+			PVSCSI_BAR0_SIZE);
+		ret = -ENODEV;
+		goto out_disable;
+	}
+	ret = pci_request_regions(pdev, KBUILD_MODNAME);
+	if (ret)
+		goto out_disable;
+	pci_set_master(pdev);
+
+	ret = -ENOMEM;
+	if (fail_probe == PVSCSI_FAIL_HOST_ALLOC) {
+		dev_info(&pdev->dev, "fault injection: failing probe step %u\n",
+			 fail_probe);
+		goto out_regions;
+	}
+	shost = scsi_host_alloc(&pvscsi_template, sizeof(*a));
+	if (!shost)
+		goto out_regions;
+	a = shost_priv(shost);
+	a->pdev = pdev;
+	a->shost = shost;
+	spin_lock_init(&a->cmd_lock);
+	spin_lock_init(&a->submit_lock);
+	spin_lock_init(&a->cmp_lock);
+	mutex_init(&a->msg_lock);
+	INIT_WORK(&a->msg_work, pvscsi_msg_work);
+
+	if (!pvscsi_inject(a, PVSCSI_FAIL_IOMAP))
+		a->mmio = pci_iomap(pdev, 0, PVSCSI_BAR0_SIZE);
+	if (!a->mmio)
+		goto out_host;
+	pvscsi_adapter_reset(a);
+	pvscsi_mask_intr(a);
+	pvscsi_query_ext(a);
+	a->max_targets = pvscsi_query_targets(a);
+
+	a->req_pages = ring_pages;
+	a->req_entries = a->req_pages * PVSCSI_REQ_DESCS_PER_PAGE;
+	/* every request in flight needs a completion slot */
+	a->cmp_pages = max_t(u32, 1, a->req_entries / PVSCSI_CMP_DESCS_PER_PAGE);
+	a->cmp_entries = a->cmp_pages * PVSCSI_CMP_DESCS_PER_PAGE;
+	a->msg_pages = msg_ring_pages;
+	a->msg_entries = a->msg_pages * PVSCSI_MSG_DESCS_PER_PAGE;
+
+	shost->can_queue = a->req_entries;
+	shost->cmd_per_lun = min_t(u32, max_t(u32, cmd_per_lun, 1), a->req_entries);
+	shost->max_id = a->max_targets;
+	shost->max_lun = PVSCSI_MAX_LUN;
+	shost->max_channel = 0;
+	shost->max_cmd_len = PVSCSI_MAX_CDB_LEN;
+	shost->unique_id = (pci_domain_nr(pdev->bus) << 16) | pci_dev_id(pdev);
+
+	ret = pvscsi_alloc_rings(a);
+	if (ret)
+		goto out_rings;
+	ret = pvscsi_alloc_sg(a);
+	if (ret)
+		goto out_sg;
+	pvscsi_build_setup_cmd(a);
+	if (pvscsi_inject(a, PVSCSI_FAIL_SETUP))
+		ret = -EIO;
+	else
+		ret = pvscsi_setup_rings(a);
+	if (ret) {
+		dev_err(&pdev->dev, "the device refused SETUP_RINGS\n");
+		goto out_reset;
+	}
+	ret = pvscsi_setup_irq(a);
+	if (ret) {
+		dev_err(&pdev->dev, "no interrupt (irq_mode=%u): %d\n", irq_mode, ret);
+		goto out_reset;
+	}
+	pvscsi_unmask_intr(a);
+
+	if (pvscsi_inject(a, PVSCSI_FAIL_ADD_HOST))
+		ret = -ENODEV;
+	else
+		ret = scsi_add_host(shost, &pdev->dev);
+	if (ret)
+		goto out_irq;
+	pci_set_drvdata(pdev, shost);
+
+	dev_info(&pdev->dev,
+		 "%u targets, %u requests, %s, msg ring %s, reqCallThreshold %s, ext %s\n",
+		 a->max_targets, a->req_entries, pvscsi_irq_names[a->irq_kind],
+		 a->use_msg ? "on" : "off", a->use_threshold ? "on" : "off",
+		 PVSCSI_EXT_STATUS_VALID(a->ext_status) ? "present" : "absent");
+	scsi_scan_host(shost);
+	return 0;
+
+out_irq:
+	pvscsi_mask_intr(a);
+	pvscsi_stop_msgs(a);
+	pvscsi_free_irq(a);
+	cancel_work_sync(&a->msg_work);
+out_reset:
+	/* the device must forget the rings before their memory goes */
+	pvscsi_adapter_reset(a);
+out_sg:
+	pvscsi_free_sg(a);
+out_rings:
+	pvscsi_free_rings(a);
+	pci_iounmap(pdev, a->mmio);
+out_host:
+	scsi_host_put(shost);
+out_regions:
+	pci_release_regions(pdev);
+out_disable:
+	pci_disable_device(pdev);
+	dev_err(&pdev->dev, "probe failed: %d\n", ret);
+	return ret;
+}
+
+static void pvscsi_remove(struct pci_dev *pdev)
+{
+	struct Scsi_Host *shost = pci_get_drvdata(pdev);
+	struct pvscsi_adapter *a = shost_priv(shost);
+
+	pvscsi_stop_msgs(a);
+	scsi_remove_host(shost);
+	pvscsi_mask_intr(a);
+	pvscsi_free_irq(a);
+	/* an interrupt may have queued it again before free_irq */
+	cancel_work_sync(&a->msg_work);
+	pvscsi_adapter_reset(a);
+	pvscsi_free_sg(a);
+	pvscsi_free_rings(a);
+	pci_iounmap(pdev, a->mmio);
+	scsi_host_put(shost);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+}
+
+static void pvscsi_shutdown(struct pci_dev *pdev)
+{
+	struct Scsi_Host *shost = pci_get_drvdata(pdev);
+	struct pvscsi_adapter *a;
+
+	if (!shost)
+		return;
+	a = shost_priv(shost);
+	/* no DMA into memory the next kernel (kexec) may reuse */
+	pvscsi_mask_intr(a);
+	pvscsi_adapter_reset(a);
+}
+
+static const struct pci_device_id pvscsi_pci_ids[] = {
+	{ PCI_DEVICE(PVSCSI_PCI_VENDOR_ID, PVSCSI_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, pvscsi_pci_ids);
+
+static struct pci_driver pvscsi_pci_driver = {
+	.name		= KBUILD_MODNAME,
+	.id_table	= pvscsi_pci_ids,
+	.probe		= pvscsi_probe,
+	.remove		= pvscsi_remove,
+	.shutdown	= pvscsi_shutdown,
+};
+
+static int __init pvscsi_init(void)
+{
+	size_t i;
+	int ret;
+
+	ret = pvscsi_check_params();
+	if (ret)
+		return ret;
+	for (i = 0; i < ARRAY_SIZE(pvscsi_attr_table); i++)
+		pvscsi_attrs[i] = &pvscsi_attr_table[i].dattr.attr;
+	pvscsi_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_atomic_t("live_dma_allocs", 0444, pvscsi_debugfs,
+				&pvscsi_live_dma);
+	ret = pci_register_driver(&pvscsi_pci_driver);
+	if (ret)
+		debugfs_remove_recursive(pvscsi_debugfs);
+	return ret;
+}
+
+static void __exit pvscsi_exit(void)
+{
+	pci_unregister_driver(&pvscsi_pci_driver);
+	if (atomic_read(&pvscsi_live_dma))
+		pr_err("%d coherent DMA allocations leaked\n",
+		       atomic_read(&pvscsi_live_dma));
+	debugfs_remove_recursive(pvscsi_debugfs);
+}
+
+module_init(pvscsi_init);
+module_exit(pvscsi_exit);
+
+MODULE_DESCRIPTION("VMware PVSCSI compatible HBA driver (blk-mq, vhost-pvscsi aware)");
+MODULE_AUTHOR("vhost-pvscsi project");
+MODULE_LICENSE("GPL");
