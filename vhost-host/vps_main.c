@@ -1377,7 +1377,8 @@ static int __init vps_init(void)
 {
 	int ret;
 
-	vps_req_cache = KMEM_CACHE(vps_req, 0);
+	/* sense is the one field copied to the guest (hardened usercopy) */
+	vps_req_cache = KMEM_CACHE_USERCOPY(vps_req, 0, sense);
 	if (!vps_req_cache)
 		return -ENOMEM;
 	ret = misc_register(&vps_misc);

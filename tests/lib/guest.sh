@@ -130,3 +130,29 @@ vps_inner_run() {
 		tail -40 "/tmp/$_n.console"
 	fi
 }
+
+# t_tap PREFIX CMD...: run a program that prints TAP ("ok N - name",
+# "not ok N - name # why") and relay each line as PREFIX/name; the program
+# must also exit 0 and report at least one line
+t_tap() {
+	_p=$1
+	shift
+	echo "+ $*"
+	"$@" > /tmp/.tap 2>&1
+	_rc=$?
+	cat /tmp/.tap
+	_seen=0
+	while IFS= read -r _l; do
+		case "$_l" in
+		"ok "*)
+			_seen=1
+			t_ok "$_p/$(echo "$_l" | sed -E 's/^ok [0-9]+ - //')" ;;
+		"not ok "*)
+			_seen=1
+			_nm=$(echo "$_l" | sed -E 's/^not ok [0-9]+ - ([^#]*)( # )?.*/\1/' | sed 's/ *$//')
+			t_fail "$_p/$_nm" "$(echo "$_l" | sed -E 's/^[^#]*# ?//')" ;;
+		esac
+	done < /tmp/.tap
+	[ $_seen = 1 ] || t_fail "$_p/output" "no TAP lines from: $*"
+	[ $_rc = 0 ] || t_fail "$_p/exit" "exit $_rc: $*"
+}

@@ -1,0 +1,1231 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vps_test: plays both VMM and guest against /dev/vhost-pvscsi, in the
+ * pattern of the kernel's tools/virtio/virtio_test.  "Guest RAM" is an
+ * anonymous mapping registered at a non-zero guest-physical base; the
+ * program lays out PVSCSI rings in it, writes request descriptors, kicks
+ * an eventfd and reads completions when the call eventfd fires.
+ *
+ *   vps_test check DISK RO_DISK    every command, integrity, hostile input
+ *                                  (TAP; DISK is overwritten)
+ *   vps_test close-inflight DISK   close the fd with I/O in flight
+ *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <linux/vhost.h>
+
+#include "vhost_pvscsi.h"
+
+#define GPA_BASE	0x100000000ull	/* guest RAM starts at 4 GiB */
+#define RAM_SIZE	(64u << 20)
+#define PG		4096u
+#define REQ_PAGES	8
+#define CMP_PAGES	8
+#define MSG_PAGES	1
+#define REQ_ENTRIES	(REQ_PAGES * PG / sizeof(struct pvscsi_req_desc))
+#define CMP_ENTRIES	(CMP_PAGES * PG / sizeof(struct pvscsi_cmp_desc))
+/* page numbers inside guest RAM */
+#define P_RS		0
+#define P_REQ		1
+#define P_CMP		(P_REQ + REQ_PAGES)
+#define P_MSG		(P_CMP + CMP_PAGES)
+#define P_SG		32		/* one SG page per slot: 256 pages */
+#define P_SENSE		300
+#define P_DATA		512		/* data area: the rest */
+
+static int vfd, kick_fd, call_fd, msg_fd;
+static uint8_t *ram;
+static struct pvscsi_rings_state *rs;
+static uint32_t req_prod, cmp_cons, msg_cons;
+static int tests, failures;
+
+static uint64_t gpa(const void *p)
+{
+	return GPA_BASE + ((const uint8_t *)p - ram);
+}
+
+static void *page(unsigned int n)
+{
+	return ram + (size_t)n * PG;
+}
+
+static void tap(int ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	tests++;
+	if (ok) {
+		printf("ok %d - %s\n", tests, name);
+	} else {
+		failures++;
+		printf("not ok %d - %s # ", tests, name);
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+/* ---- VMM side ---------------------------------------------------------- */
+
+static int set_mem(uint64_t base, uint64_t size, void *uaddr)
+{
+	struct {
+		struct vhost_memory m;
+		struct vhost_memory_region r[1];
+	} t = {};
+
+	t.m.nregions = 1;
+	t.r[0].guest_phys_addr = base;
+	t.r[0].memory_size = size;
+	t.r[0].userspace_addr = (uintptr_t)uaddr;
+	return ioctl(vfd, VHOST_SET_MEM_TABLE, &t);
+}
+
+static int setup_rings(uint32_t nreq, uint32_t ncmp, uint64_t rs_gpa)
+{
+	struct pvscsi_cmd_setup_rings c = {};
+	uint32_t i;
+
+	c.req_ring_num_pages = nreq;
+	c.cmp_ring_num_pages = ncmp;
+	c.rings_state_ppn = rs_gpa / PG;
+	for (i = 0; i < PVSCSI_SETUP_RINGS_MAX_PAGES; i++) {
+		c.req_ring_ppns[i] = gpa(page(P_REQ + i % REQ_PAGES)) / PG;
+		c.cmp_ring_ppns[i] = gpa(page(P_CMP + i % CMP_PAGES)) / PG;
+	}
+	return ioctl(vfd, VPS_SETUP_RINGS, &c);
+}
+
+static int setup_msg(void)
+{
+	struct pvscsi_cmd_setup_msg_ring c = {};
+
+	c.num_pages = MSG_PAGES;
+	c.ring_ppns[0] = gpa(page(P_MSG)) / PG;
+	return ioctl(vfd, VPS_SETUP_MSG_RING, &c);
+}
+
+static int attach(uint32_t target, uint32_t lun, const char *path,
+		  uint32_t flags, uint32_t bs)
+{
+	struct vps_lun l = {};
+	int fd, ret;
+
+	fd = open(path, ((flags & VPS_LUN_READ_ONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
+	if (fd < 0)
+		die(path);
+	l.target = target;
+	l.lun = lun;
+	l.fd = fd;
+	l.flags = flags;
+	l.block_size = bs;
+	ret = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	close(fd);	/* the module holds its own reference */
+	return ret;
+}
+
+static int detach(uint32_t target, uint32_t lun)
+{
+	struct vps_lun_addr a = { target, lun };
+
+	return ioctl(vfd, VPS_DETACH_LUN, &a);
+}
+
+static int reset(uint32_t kind, uint32_t target, uint32_t lun)
+{
+	struct vps_reset r = { kind, target, lun, 0 };
+
+	return ioctl(vfd, VPS_RESET, &r);
+}
+
+static void open_adapter(void)
+{
+	struct vps_eventfd e;
+
+	vfd = open("/dev/vhost-pvscsi", O_RDWR);
+	if (vfd < 0)
+		die("/dev/vhost-pvscsi");
+	if (ioctl(vfd, VHOST_SET_OWNER))
+		die("SET_OWNER");
+	if (set_mem(GPA_BASE, RAM_SIZE, ram))
+		die("SET_MEM_TABLE");
+	memset(ram, 0, P_DATA * PG);
+	req_prod = cmp_cons = msg_cons = 0;
+	if (setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS))))
+		die("SETUP_RINGS");
+	if (setup_msg())
+		die("SETUP_MSG_RING");
+	kick_fd = eventfd(0, EFD_NONBLOCK);
+	call_fd = eventfd(0, EFD_NONBLOCK);
+	msg_fd = eventfd(0, EFD_NONBLOCK);
+	e = (struct vps_eventfd){ 0, kick_fd };
+	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
+		die("SET_KICK_FD");
+	e = (struct vps_eventfd){ VPS_EVENT_CMPL, call_fd };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		die("SET_CALL_FD");
+	e = (struct vps_eventfd){ VPS_EVENT_MSG, msg_fd };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		die("SET_CALL_FD msg");
+}
+
+static void close_adapter(void)
+{
+	close(vfd);
+	close(kick_fd);
+	close(call_fd);
+	close(msg_fd);
+}
+
+static struct vps_stats stats(void)
+{
+	struct vps_stats s = {};
+
+	ioctl(vfd, VPS_GET_STATS, &s);
+	return s;
+}
+
+/* ---- guest side -------------------------------------------------------- */
+
+struct cmd {
+	uint8_t cdb[16];
+	uint8_t cdb_len;
+	uint32_t target, lun;
+	uint32_t flags;		/* direction and SG flags */
+	uint64_t data_gpa;
+	uint64_t data_len;
+	uint64_t context;	/* 0: pick one */
+	int raw;		/* use the fields as given, even bad ones */
+};
+
+struct result {
+	uint64_t context;
+	uint64_t data_len;
+	uint32_t sense_len;
+	uint16_t host, scsi;
+	uint8_t sense[32];
+};
+
+static uint64_t next_ctx = 1;
+
+static void kick(void)
+{
+	uint64_t one = 1;
+
+	if (write(kick_fd, &one, sizeof(one)) != sizeof(one))
+		die("kick");
+}
+
+static void put_req(const struct cmd *c, uint64_t ctx, uint32_t slot_sense)
+{
+	struct pvscsi_req_desc *d;
+	uint32_t slot = req_prod % REQ_ENTRIES;
+
+	d = (void *)((uint8_t *)page(P_REQ) + slot * sizeof(*d));
+	memset(d, 0, sizeof(*d));
+	d->context = ctx;
+	d->data_addr = c->data_gpa;
+	d->data_len = c->data_len;
+	d->sense_addr = gpa(page(P_SENSE)) + slot_sense * 64;
+	d->sense_len = 32;
+	d->flags = c->flags;
+	memcpy(d->cdb, c->cdb, 16);
+	d->cdb_len = c->cdb_len ? c->cdb_len : 16;
+	d->lun[1] = c->lun;
+	d->target = c->target;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	req_prod++;
+	__atomic_store_n(&rs->req_prod_idx, req_prod, __ATOMIC_RELEASE);
+}
+
+/* wait for n completions (timeout in ms); returns how many came */
+static int get_cmps(struct result *out, int n, int timeout_ms)
+{
+	int got = 0;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		uint32_t prod = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE);
+
+		while (cmp_cons != prod && got < n) {
+			struct pvscsi_cmp_desc *c = (void *)((uint8_t *)page(P_CMP) +
+				(cmp_cons % CMP_ENTRIES) * sizeof(*c));
+			struct result *r = &out[got++];
+
+			r->context = c->context;
+			r->data_len = c->data_len;
+			r->sense_len = c->sense_len;
+			r->host = c->host_status;
+			r->scsi = c->scsi_status;
+			cmp_cons++;
+			__atomic_store_n(&rs->cmp_cons_idx, cmp_cons, __ATOMIC_RELEASE);
+		}
+		if (got < n) {
+			struct pollfd p = { call_fd, POLLIN, 0 };
+			uint64_t v;
+			int ms;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ms = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 +
+					   (t.tv_nsec - t0.tv_nsec) / 1000000);
+			if (ms <= 0)
+				break;
+			poll(&p, 1, ms > 50 ? 50 : ms);
+			if (read(call_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				die("call read");
+		}
+	}
+	return got;
+}
+
+/* run one command synchronously; sense is copied into the result */
+static int run(const struct cmd *c, struct result *r)
+{
+	uint64_t ctx = c->raw ? c->context : next_ctx++;
+	uint32_t slot = req_prod % REQ_ENTRIES;
+
+	memset(r, 0, sizeof(*r));
+	memset((uint8_t *)page(P_SENSE) + slot * 64, 0, 64);
+	put_req(c, ctx, slot);
+	kick();
+	if (get_cmps(r, 1, 5000) != 1)
+		return -1;
+	memcpy(r->sense, (uint8_t *)page(P_SENSE) + slot * 64, sizeof(r->sense));
+	if (r->context != ctx)
+		return -2;
+	return 0;
+}
+
+static uint8_t *data(void)
+{
+	return page(P_DATA);
+}
+
+static struct cmd cmd_in(const uint8_t *cdb, int len, uint32_t alloc)
+{
+	struct cmd c = {};
+
+	memcpy(c.cdb, cdb, len);
+	c.cdb_len = len;
+	c.flags = PVSCSI_FLAG_CMD_DIR_TOHOST;
+	c.data_gpa = gpa(data());
+	c.data_len = alloc;
+	return c;
+}
+
+/* status checks ----------------------------------------------------------- */
+
+static int good(const struct result *r)
+{
+	return r->host == BTSTAT_SUCCESS && r->scsi == 0;
+}
+
+static int sense_is(const struct result *r, int key, int asc, int ascq)
+{
+	return r->host == BTSTAT_SUCCESS && r->scsi == 2 && r->sense_len >= 14 &&
+	       r->sense[0] == 0x70 && (r->sense[2] & 0xf) == key &&
+	       r->sense[12] == asc && (ascq < 0 || r->sense[13] == ascq);
+}
+
+#define CHECK_GOOD(name, c) do { struct result _r; int _e = run(&(c), &_r); \
+	tap(!_e && good(&_r), name, "run %d host 0x%x scsi 0x%x key 0x%x asc 0x%x", \
+	    _e, _r.host, _r.scsi, _r.sense[2], _r.sense[12]); } while (0)
+#define CHECK_SENSE(name, c, k, a, q) do { struct result _r; int _e = run(&(c), &_r); \
+	tap(!_e && sense_is(&_r, k, a, q), name, \
+	    "run %d host 0x%x scsi 0x%x sense_len %u key 0x%x asc 0x%x/0x%x", \
+	    _e, _r.host, _r.scsi, _r.sense_len, _r.sense[2], _r.sense[12], _r.sense[13]); } while (0)
+#define CHECK_HOST(name, c, h) do { struct result _r; int _e = run(&(c), &_r); \
+	tap(!_e && _r.host == (h), name, "run %d host 0x%x want 0x%x", \
+	    _e, _r.host, (h)); } while (0)
+
+static void be32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+}
+
+static void be64(uint8_t *p, uint64_t v)
+{
+	be32(p, v >> 32);
+	be32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+static struct cmd rw16(int write, uint64_t lba, uint32_t nblk, void *buf,
+		       uint32_t bs)
+{
+	struct cmd c = {};
+
+	c.cdb[0] = write ? 0x8a : 0x88;
+	be64(&c.cdb[2], lba);
+	be32(&c.cdb[10], nblk);
+	c.cdb_len = 16;
+	c.flags = write ? PVSCSI_FLAG_CMD_DIR_TODEVICE : PVSCSI_FLAG_CMD_DIR_TOHOST;
+	c.data_gpa = gpa(buf);
+	c.data_len = (uint64_t)nblk * bs;
+	return c;
+}
+
+static void pattern(uint8_t *buf, uint64_t lba, uint32_t nblk, uint32_t seed)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < nblk; i++)
+		for (j = 0; j < 512; j += 8) {
+			uint64_t v = ((lba + i) << 20) ^ j ^ ((uint64_t)seed << 44);
+
+			memcpy(buf + (size_t)i * 512 + j, &v, 8);
+		}
+}
+
+/* the checks ---------------------------------------------------------------- */
+
+static uint64_t disk_blocks;
+
+static void check_commands(void)
+{
+	uint8_t cdb[16] = {};
+	struct result r;
+	struct cmd c;
+	int e;
+
+	/* INQUIRY standard */
+	memset(data(), 0xee, 256);
+	c = cmd_in((uint8_t[]){ 0x12, 0, 0, 0, 96, 0 }, 6, 96);
+	e = run(&c, &r);
+	tap(!e && good(&r) && data()[0] == 0 && !memcmp(data() + 8, "VPSCSI  ", 8) &&
+	    r.data_len == 96, "inquiry-standard", "e %d host %x data_len %lu type %x",
+	    e, r.host, (unsigned long)r.data_len, data()[0]);
+	/* allocation length truncates */
+	c = cmd_in((uint8_t[]){ 0x12, 0, 0, 0, 5, 0 }, 6, 96);
+	e = run(&c, &r);
+	tap(!e && good(&r) && r.data_len == 5, "inquiry-alloc-len",
+	    "data_len %lu", (unsigned long)r.data_len);
+	/* VPD pages */
+	{
+		static const uint8_t pages[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+		unsigned int i;
+
+		for (i = 0; i < sizeof(pages); i++) {
+			char name[32];
+
+			memset(data(), 0xee, 256);
+			c = cmd_in((uint8_t[]){ 0x12, 1, pages[i], 1, 0, 0 }, 6, 256);
+			e = run(&c, &r);
+			snprintf(name, sizeof(name), "inquiry-vpd-%02x", pages[i]);
+			tap(!e && good(&r) && data()[1] == pages[i] &&
+			    (data()[2] << 8 | data()[3]) + 4 == (int)r.data_len,
+			    name, "e %d host %x page %x len %u data_len %lu", e, r.host,
+			    data()[1], data()[2] << 8 | data()[3], (unsigned long)r.data_len);
+		}
+		c = cmd_in((uint8_t[]){ 0x12, 1, 0, 1, 0, 0 }, 6, 256);
+		run(&c, &r);
+		tap(data()[3] == 6 && !memcmp(data() + 4, pages, 6), "inquiry-vpd-list",
+		    "n %u", data()[3]);
+	}
+	c = cmd_in((uint8_t[]){ 0x12, 1, 0x99, 1, 0, 0 }, 6, 256);
+	CHECK_SENSE("inquiry-vpd-unknown", c, 5, 0x24, 0);
+	c = cmd_in((uint8_t[]){ 0x12, 0, 0x80, 1, 0, 0 }, 6, 256);
+	CHECK_SENSE("inquiry-page-without-evpd", c, 5, 0x24, 0);
+
+	/* READ CAPACITY 10 / 16 */
+	c = cmd_in((uint8_t[]){ 0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10, 8);
+	e = run(&c, &r);
+	tap(!e && good(&r) && get_be32(data()) == disk_blocks - 1 &&
+	    get_be32(data() + 4) == 512, "read-capacity-10", "last %u bs %u",
+	    get_be32(data()), get_be32(data() + 4));
+	memset(cdb, 0, 16);
+	cdb[0] = 0x9e; cdb[1] = 0x10; be32(&cdb[10], 32);
+	c = cmd_in(cdb, 16, 32);
+	e = run(&c, &r);
+	{
+		uint8_t lbpme = data()[14] & 0x80, lbpu;
+
+		/* LBPME exactly when VPD 0xb2 offers UNMAP (the backing discards) */
+		c = cmd_in((uint8_t[]){ 0x12, 1, 0xb2, 0, 64, 0 }, 6, 64);
+		run(&c, &r);
+		lbpu = data()[5] & 0x80;
+		c = cmd_in(cdb, 16, 32);
+		e = run(&c, &r);
+		tap(!e && good(&r) && get_be64(data()) == disk_blocks - 1 &&
+		    !!lbpme == !!lbpu, "read-capacity-16-lbpme", "last %lu lbpme %x lbpu %x",
+		    (unsigned long)get_be64(data()), lbpme, lbpu);
+	}
+
+	/* MODE SENSE */
+	c = cmd_in((uint8_t[]){ 0x1a, 0, 0x3f, 0, 255, 0 }, 6, 255);
+	e = run(&c, &r);
+	tap(!e && good(&r) && data()[0] + 1 == (int)r.data_len && data()[3] == 8 &&
+	    data()[12] == 0x08 && data()[32] == 0x0a, "mode-sense-6-all",
+	    "len %u bd %u p0 %x", data()[0], data()[3], data()[12]);
+	/* a file has a volatile cache (the page cache): WCE set */
+	c = cmd_in((uint8_t[]){ 0x5a, 0x08, 0x08, 0, 0, 0, 0, 0, 255, 0 }, 10, 255);
+	c.target = 1;
+	e = run(&c, &r);
+	tap(!e && good(&r) && data()[8] == 0x08 && (data()[10] & 0x04),
+	    "mode-sense-10-caching-wce", "p %x wce %x", data()[8], data()[10]);
+	c = cmd_in((uint8_t[]){ 0x1a, 0, 0xc8, 0, 255, 0 }, 6, 255);
+	CHECK_SENSE("mode-sense-saved-values", c, 5, 0x39, 0);
+	c = cmd_in((uint8_t[]){ 0x1a, 0, 0x19, 0, 255, 0 }, 6, 255);
+	CHECK_SENSE("mode-sense-unknown-page", c, 5, 0x24, 0);
+
+	/* REPORT LUNS: LUN 0 and 1 on target 0 */
+	memset(cdb, 0, 16);
+	cdb[0] = 0xa0; be32(&cdb[6], 256);
+	c = cmd_in(cdb, 12, 256);
+	e = run(&c, &r);
+	tap(!e && good(&r) && get_be32(data()) == 16 && data()[9] == 0 &&
+	    data()[17] == 1, "report-luns", "len %u", get_be32(data()));
+
+	/* TEST UNIT READY, REQUEST SENSE */
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_GOOD("test-unit-ready", c);
+	c = cmd_in((uint8_t[]){ 0x03, 0, 0, 0, 18, 0 }, 6, 18);
+	e = run(&c, &r);
+	tap(!e && good(&r) && data()[0] == 0x70 && data()[2] == 0, "request-sense",
+	    "%x %x", data()[0], data()[2]);
+
+	/* SYNCHRONIZE CACHE 10/16 */
+	c = (struct cmd){ .cdb = { 0x35 }, .cdb_len = 10, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_GOOD("synchronize-cache-10", c);
+	c = (struct cmd){ .cdb = { 0x91 }, .cdb_len = 16, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_GOOD("synchronize-cache-16", c);
+
+	/* VERIFY 10/16 */
+	c = (struct cmd){ .cdb = { 0x2f, 0, 0, 0, 0, 0, 0, 0, 8 }, .cdb_len = 10,
+			  .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_GOOD("verify-10", c);
+	c = (struct cmd){ .cdb = { 0x8f }, .cdb_len = 16, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	be32(&c.cdb[10], 8);
+	CHECK_GOOD("verify-16", c);
+	c.cdb[1] = 0x02;
+	CHECK_SENSE("verify-bytchk-refused", c, 5, 0x24, 0);
+	c.cdb[1] = 0;
+	be64(&c.cdb[2], disk_blocks);
+	CHECK_SENSE("verify-out-of-range", c, 5, 0x21, 0);
+
+	/* errors */
+	c = (struct cmd){ .cdb = { 0xc7 }, .cdb_len = 10, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_SENSE("unknown-opcode", c, 5, 0x20, 0);
+	c = rw16(0, disk_blocks - 1, 2, data(), 512);
+	CHECK_SENSE("read-lba-out-of-range", c, 5, 0x21, 0);
+	c = rw16(0, ~0ull - 1, 4, data(), 512);
+	CHECK_SENSE("read-lba-overflow", c, 5, 0x21, 0);
+	c = rw16(0, 0, 8, data(), 512);
+	c.data_len = 512;
+	CHECK_HOST("read-buffer-too-small", c, BTSTAT_DATARUN);
+	c = (struct cmd){ .cdb = { 0 }, .cdb_len = 6, .target = 5,
+			  .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_HOST("target-absent-seltimeo", c, BTSTAT_SELTIMEO);
+	c = (struct cmd){ .cdb = { 0 }, .cdb_len = 6, .target = 200,
+			  .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_HOST("target-out-of-range", c, BTSTAT_SELTIMEO);
+	c = (struct cmd){ .cdb = { 0 }, .cdb_len = 6, .lun = 7,
+			  .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_SENSE("lun-absent", c, 5, 0x25, 0);
+	c = cmd_in((uint8_t[]){ 0x12, 0, 0, 0, 96, 0 }, 6, 96);
+	c.lun = 7;
+	e = run(&c, &r);
+	tap(!e && good(&r) && data()[0] == 0x7f, "inquiry-lun-absent-pq3",
+	    "type %x", data()[0]);
+	c = cmd_in((uint8_t[]){ 0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0 }, 6, 512);
+	CHECK_SENSE("cdb-shorter-than-opcode", c, 5, 0x24, 0);
+}
+
+static void check_integrity(void)
+{
+	uint8_t *w = data(), *rd = data() + (4u << 20);
+	uint32_t seed = (uint32_t)time(NULL), i, bad = 0;
+	struct result r;
+	struct cmd c;
+	int e;
+
+	/* per-block patterns at scattered LBAs, READ/WRITE 6/10/12/16 */
+	for (i = 0; i < 64; i++) {
+		uint64_t lba = (i * 7919ull) % (disk_blocks - 64);
+		uint32_t n = 1 + i % 16;
+
+		pattern(w, lba, n, seed);
+		c = rw16(1, lba, n, w, 512);
+		if (i % 4 == 1) {	/* WRITE(10) */
+			memset(c.cdb, 0, 16);
+			c.cdb[0] = 0x2a; be32(&c.cdb[2], lba);
+			c.cdb[7] = 0; c.cdb[8] = n; c.cdb_len = 10;
+		} else if (i % 4 == 2) {	/* WRITE(12) */
+			memset(c.cdb, 0, 16);
+			c.cdb[0] = 0xaa; be32(&c.cdb[2], lba); be32(&c.cdb[6], n);
+			c.cdb_len = 12;
+		} else if (i % 4 == 3 && lba < (1 << 21)) {	/* WRITE(6) */
+			memset(c.cdb, 0, 16);
+			c.cdb[0] = 0x0a; c.cdb[1] = lba >> 16; c.cdb[2] = lba >> 8;
+			c.cdb[3] = lba; c.cdb[4] = n; c.cdb_len = 6;
+		}
+		e = run(&c, &r);
+		if (e || !good(&r) || r.data_len != n * 512u)
+			bad++;
+		memset(rd, 0, n * 512);
+		c = rw16(0, lba, n, rd, 512);
+		if (i % 2) {	/* READ(10) */
+			memset(c.cdb, 0, 16);
+			c.cdb[0] = 0x28; be32(&c.cdb[2], lba); c.cdb[8] = n;
+			c.cdb_len = 10;
+		}
+		e = run(&c, &r);
+		if (e || !good(&r) || memcmp(w, rd, n * 512))
+			bad++;
+	}
+	tap(!bad, "integrity-rw-6-10-12-16", "%u mismatches", bad);
+
+	/* SG lists whose elements split blocks across scattered pages */
+	{
+		struct pvscsi_sg_element *sg = page(P_SG);
+		uint32_t lens[] = { 1536, 2560, 512, 3584, 4096, 1024, 3072 };
+		uint32_t total = 0, k;
+		uint8_t *src = data() + (8u << 20);
+
+		for (k = 0; k < 7; k++) {
+			uint8_t *buf = data() + (12u << 20) + k * 3 * PG + (k % 4) * 512;
+
+			sg[k].addr = gpa(buf);
+			sg[k].length = lens[k];
+			sg[k].flags = 0;
+			total += lens[k];
+		}
+		pattern(src, 1000, total / 512, seed + 1);
+		for (k = 0, i = 0; k < 7; k++) {
+			memcpy(ram + (sg[k].addr - GPA_BASE), src + i, lens[k]);
+			i += lens[k];
+		}
+		c = rw16(1, 1000, total / 512, NULL, 512);
+		c.data_gpa = gpa(sg);
+		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+		e = run(&c, &r);
+		memset(rd, 0, total);
+		c = rw16(0, 1000, total / 512, rd, 512);
+		run(&c, &r);
+		tap(!e && good(&r) && !memcmp(rd, src, total), "integrity-sg-write",
+		    "e %d host %x", e, r.host);
+		/* and read back through the same SG list */
+		for (k = 0; k < 7; k++)
+			memset(ram + (sg[k].addr - GPA_BASE), 0, lens[k]);
+		c = rw16(0, 1000, total / 512, NULL, 512);
+		c.data_gpa = gpa(sg);
+		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+		e = run(&c, &r);
+		for (k = 0, i = 0, bad = 0; k < 7; k++) {
+			bad += !!memcmp(ram + (sg[k].addr - GPA_BASE), src + i, lens[k]);
+			i += lens[k];
+		}
+		tap(!e && good(&r) && !bad, "integrity-sg-read", "e %d bad %u", e, bad);
+	}
+
+	/* FUA write */
+	pattern(w, 77, 8, seed + 2);
+	c = rw16(1, 77, 8, w, 512);
+	c.cdb[1] = 0x08;
+	CHECK_GOOD("write-fua", c);
+}
+
+static uint64_t file_blocks(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return 0;
+	return st.st_blocks;
+}
+
+static void check_unmap(const char *file)
+{
+	uint8_t *w = data();
+	struct result r;
+	struct cmd c;
+	uint64_t before, after;
+	int e;
+
+	/* fill 1 MiB at LBA 4096 of the file LUN (target 1), then UNMAP it */
+	pattern(w, 4096, 2048, 9);
+	c = rw16(1, 4096, 2048, w, 512);
+	c.target = 1;
+	CHECK_GOOD("file-write-1m", c);
+	before = file_blocks(file);
+	memset(w, 0, 24);
+	w[1] = 22; w[3] = 16;
+	be64(w + 8, 4096);
+	be32(w + 16, 1024);
+	c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
+			  .target = 1, .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
+			  .data_gpa = gpa(w), .data_len = 24 };
+	e = run(&c, &r);
+	after = file_blocks(file);
+	tap(!e && good(&r) && after + 1024 <= before, "unmap-punches-hole",
+	    "host %x scsi %x blocks %lu -> %lu", r.host, r.scsi,
+	    (unsigned long)before, (unsigned long)after);
+	/* WRITE SAME(16) with UNMAP */
+	c = (struct cmd){ .cdb = { 0x93, 0x08 }, .cdb_len = 16, .target = 1,
+			  .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE, .data_gpa = gpa(w),
+			  .data_len = 512 };
+	be64(&c.cdb[2], 5120);
+	be32(&c.cdb[10], 1024);
+	before = after;
+	e = run(&c, &r);
+	after = file_blocks(file);
+	tap(!e && good(&r) && after + 1024 <= before, "write-same-16-unmap",
+	    "host %x scsi %x blocks %lu -> %lu", r.host, r.scsi,
+	    (unsigned long)before, (unsigned long)after);
+	/* holes read back as zeroes */
+	memset(w, 0xaa, 4096);
+	c = rw16(0, 4096, 8, w, 512);
+	c.target = 1;
+	e = run(&c, &r);
+	tap(!e && good(&r) && !w[0] && !memcmp(w, w + 1, 4095), "unmapped-reads-zero",
+	    "w0 %x", w[0]);
+	c = (struct cmd){ .cdb = { 0x93, 0x00 }, .cdb_len = 16, .target = 1,
+			  .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE, .data_gpa = gpa(w),
+			  .data_len = 512 };
+	be32(&c.cdb[10], 8);
+	CHECK_SENSE("write-same-without-unmap-refused", c, 5, 0x24, 0);
+	/* UNMAP with a descriptor beyond the end changes nothing */
+	memset(w, 0, 24);
+	w[1] = 22; w[3] = 16;
+	be64(w + 8, ~0ull - 10);
+	be32(w + 16, 100);
+	c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
+			  .target = 1, .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
+			  .data_gpa = gpa(w), .data_len = 24 };
+	CHECK_SENSE("unmap-out-of-range", c, 5, 0x21, 0);
+}
+
+static void check_readonly(void)
+{
+	struct cmd c = rw16(1, 0, 1, data(), 512);
+	struct result r;
+	int e;
+
+	c.target = 2;
+	CHECK_SENSE("write-read-only-lun", c, 7, 0x27, 0);
+	c = rw16(0, 0, 1, data(), 512);
+	c.target = 2;
+	CHECK_GOOD("read-read-only-lun", c);
+	c = cmd_in((uint8_t[]){ 0x1a, 0, 0x3f, 0, 255, 0 }, 6, 255);
+	c.target = 2;
+	e = run(&c, &r);
+	tap(!e && good(&r) && (data()[2] & 0x80), "mode-sense-wp-bit", "%x", data()[2]);
+	c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
+			  .target = 2, .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
+			  .data_gpa = gpa(data()), .data_len = 24 };
+	CHECK_SENSE("unmap-read-only-lun", c, 7, 0x27, 0);
+}
+
+static void check_hostile(void)
+{
+	struct pvscsi_sg_element *sg = page(P_SG);
+	struct vps_stats s0, s1;
+	struct result r;
+	struct cmd c;
+	int e, i;
+
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE, .raw = 1,
+			  .context = 0 };
+	e = run(&c, &r);
+	tap(!e && r.host == BTSTAT_INVPARAM && r.context == 0, "context-zero",
+	    "e %d host %x", e, r.host);
+	c = (struct cmd){ .cdb_len = 17, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_HOST("cdb-len-17", c, BTSTAT_INVPARAM);
+	c = (struct cmd){ .cdb_len = 255, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_HOST("cdb-len-255", c, BTSTAT_INVPARAM);
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_OUT_OF_BAND_CDB };
+	CHECK_HOST("out-of-band-cdb", c, BTSTAT_INVPARAM);
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_TOHOST |
+			  PVSCSI_FLAG_CMD_DIR_TODEVICE };
+	CHECK_HOST("two-directions", c, BTSTAT_INVPARAM);
+	c = (struct cmd){ .cdb_len = 6, .flags = 1u << 20 };
+	CHECK_HOST("unknown-flag", c, BTSTAT_INVPARAM);
+	/* data outside the memory table */
+	c = rw16(0, 0, 8, data(), 512);
+	c.data_gpa = GPA_BASE + RAM_SIZE - 1024;
+	CHECK_HOST("data-crosses-table-end", c, BTSTAT_INVPARAM);
+	c.data_gpa = 0x1000;
+	CHECK_HOST("data-below-table", c, BTSTAT_INVPARAM);
+	c.data_gpa = ~0ull - 100;
+	CHECK_HOST("data-addr-wraps", c, BTSTAT_INVPARAM);
+	c = rw16(0, 0, 8, data(), 512);
+	c.data_len = 1ull << 40;
+	CHECK_HOST("data-len-huge", c, BTSTAT_INVPARAM);
+	/* SG problems */
+	for (i = 0; i < 129; i++) {
+		sg[i].addr = gpa(data()) + i * 512;
+		sg[i].length = 512;
+		sg[i].flags = 0;
+	}
+	c = rw16(0, 0, 129, NULL, 512);
+	c.data_gpa = gpa(sg);
+	c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+	CHECK_HOST("sg-count-over-limit", c, BTSTAT_INVPARAM);
+	c = rw16(0, 0, 128, NULL, 512);
+	c.data_gpa = gpa(sg);
+	c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+	CHECK_GOOD("sg-count-at-limit", c);
+	sg[3].addr = GPA_BASE + RAM_SIZE + PG;
+	c = rw16(0, 0, 8, NULL, 512);
+	c.data_gpa = gpa(sg);
+	c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+	CHECK_HOST("sg-addr-outside-table", c, BTSTAT_INVPARAM);
+	sg[3].addr = gpa(data());
+	sg[2].flags = 1;
+	CHECK_HOST("sg-chain-flag", c, BTSTAT_INVPARAM);
+	sg[2].flags = 0;
+	for (i = 0; i < PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT; i++)
+		sg[i].length = i < 4 ? 512 : 0;
+	CHECK_HOST("sg-total-short-of-data-len", c, BTSTAT_INVPARAM);
+	for (i = 0; i < 8; i++)
+		sg[i].length = 512;
+	c.data_gpa = GPA_BASE + RAM_SIZE - 64;
+	CHECK_HOST("sg-page-outside-table", c, BTSTAT_INVPARAM);
+	sg[0].addr = gpa(data()) + 100;
+	c.data_gpa = gpa(sg);
+	CHECK_HOST("sg-misaligned-segment", c, BTSTAT_INVPARAM);
+	sg[0].addr = gpa(data());
+
+	/* a producer more than a ring ahead stops the adapter until reset */
+	s0 = stats();
+	rs->req_prod_idx = req_prod + REQ_ENTRIES + 5;
+	kick();
+	usleep(200000);
+	s1 = stats();
+	tap(s1.errors_guest > s0.errors_guest && rs->cmp_prod_idx == cmp_cons,
+	    "producer-ahead-breaks-adapter", "errors %llu -> %llu",
+	    (unsigned long long)s0.errors_guest, (unsigned long long)s1.errors_guest);
+	rs->req_prod_idx = req_prod;
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	put_req(&c, next_ctx++, 0);
+	kick();
+	tap(get_cmps(&r, 1, 300) == 0, "broken-adapter-stays-quiet", "got a completion");
+	req_prod--;
+	tap(!reset(VPS_RESET_ADAPTER, 0, 0), "adapter-reset", "%s", strerror(errno));
+	memset(page(P_RS), 0, PG);
+	req_prod = cmp_cons = msg_cons = 0;
+	tap(!setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS))) && !setup_msg(),
+	    "setup-after-reset", "%s", strerror(errno));
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	CHECK_GOOD("io-after-reset", c);
+
+	/* a guest that moves the completion consumer ahead of the producer */
+	rs->cmp_cons_idx = cmp_cons + 5000;
+	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	put_req(&c, next_ctx++, 0);
+	kick();
+	tap(get_cmps(&r, 1, 300) == 0, "cmp-consumer-ahead-no-completion", "posted");
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = cmp_cons = msg_cons = 0;
+	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	setup_msg();
+}
+
+static void check_ioctls(const char *disk)
+{
+	struct vps_lun l = {};
+	uint32_t v = 0;
+	int fd2, e;
+
+	tap(!ioctl(vfd, VPS_GET_ABI_VERSION, &v) && v == VPS_ABI_VERSION,
+	    "abi-version", "v %u", v);
+	fd2 = open("/dev/vhost-pvscsi", O_RDWR);
+	{
+		int saved = vfd;
+
+		vfd = fd2;
+		e = set_mem(GPA_BASE, RAM_SIZE, ram);
+		tap(e && errno == EPERM, "not-owner-eperm", "e %d errno %d", e, errno);
+		e = ioctl(vfd, VHOST_SET_OWNER);
+		tap(!e, "set-owner", "%s", strerror(errno));
+		e = ioctl(vfd, VHOST_SET_OWNER);
+		tap(e && errno == EBUSY, "set-owner-twice-ebusy", "errno %d", errno);
+		e = setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+		tap(e && errno == EINVAL, "rings-before-mem-table", "errno %d", errno);
+		{
+			uint64_t one = 1;
+			struct vps_eventfd k = { 0, eventfd(0, 0) };
+
+			tap(!ioctl(vfd, VPS_SET_KICK_FD, &k) &&
+			    write(k.fd, &one, 8) == 8, "kick-before-setup", "%s",
+			    strerror(errno));
+			usleep(50000);
+			close(k.fd);
+		}
+		set_mem(GPA_BASE, RAM_SIZE, ram);
+		e = setup_rings(3, CMP_PAGES, gpa(page(P_RS)));
+		tap(e && errno == EINVAL, "ring-pages-not-power-of-two", "errno %d", errno);
+		e = setup_rings(0, CMP_PAGES, gpa(page(P_RS)));
+		tap(e && errno == EINVAL, "ring-pages-zero", "errno %d", errno);
+		e = setup_rings(64, CMP_PAGES, gpa(page(P_RS)));
+		tap(e && errno == EINVAL, "ring-pages-over-32", "errno %d", errno);
+		e = setup_rings(REQ_PAGES, CMP_PAGES, GPA_BASE + RAM_SIZE);
+		tap(e && errno == EFAULT, "rings-state-outside-memory", "errno %d", errno);
+		{
+			struct pvscsi_cmd_setup_rings c = {};
+
+			c.req_ring_num_pages = 1;
+			c.cmp_ring_num_pages = 1;
+			c.rings_state_ppn = gpa(page(P_RS)) / PG;
+			c.req_ring_ppns[0] = 5;	/* below the table */
+			c.cmp_ring_ppns[0] = gpa(page(P_CMP)) / PG;
+			e = ioctl(vfd, VPS_SETUP_RINGS, &c);
+			tap(e && errno == EFAULT, "ring-ppn-outside-memory", "errno %d", errno);
+			c.req_ring_ppns[0] = ~0ull;
+			e = ioctl(vfd, VPS_SETUP_RINGS, &c);
+			tap(e && errno == EFAULT, "ring-ppn-overflow", "errno %d", errno);
+		}
+		{
+			struct {
+				struct vhost_memory m;
+				struct vhost_memory_region r[2];
+			} t = {};
+
+			t.m.nregions = 2;
+			t.r[0].guest_phys_addr = 0;
+			t.r[0].memory_size = 2 * PG;
+			t.r[0].userspace_addr = (uintptr_t)ram;
+			t.r[1].guest_phys_addr = PG;
+			t.r[1].memory_size = PG;
+			t.r[1].userspace_addr = (uintptr_t)ram;
+			e = ioctl(vfd, VHOST_SET_MEM_TABLE, &t);
+			tap(e && errno == EINVAL, "mem-table-overlap", "errno %d", errno);
+			t.m.nregions = 1000;
+			e = ioctl(vfd, VHOST_SET_MEM_TABLE, &t);
+			tap(e && errno == E2BIG, "mem-table-too-many", "errno %d", errno);
+		}
+		vfd = saved;
+		close(fd2);
+	}
+	e = ioctl(vfd, _IO(VPS_IOC_TYPE, 0xee));
+	tap(e && errno == ENOTTY, "unknown-ioctl", "errno %d", errno);
+	e = attach(0, 0, disk, 0, 0);
+	tap(e && errno == EEXIST, "attach-duplicate", "errno %d", errno);
+	e = attach(9, 0, disk, 0, 1024);
+	tap(e && errno == EINVAL, "attach-bad-block-size", "errno %d", errno);
+	e = attach(VPS_MAX_TARGETS, 0, disk, 0, 0);
+	tap(e && errno == EINVAL, "attach-target-range", "errno %d", errno);
+	e = attach(9, 0, disk, 0x80, 0);
+	tap(e && errno == EINVAL, "attach-unknown-flag", "errno %d", errno);
+	l.target = 9;
+	l.fd = 12345;
+	e = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	tap(e && errno == EBADF, "attach-bad-fd", "errno %d", errno);
+	l.fd = kick_fd;
+	e = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	tap(e && errno == EINVAL, "attach-eventfd-refused", "errno %d", errno);
+	l.fd = open(disk, O_RDONLY);
+	e = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	tap(e && errno == EACCES, "attach-rw-on-readonly-fd", "errno %d", errno);
+	close(l.fd);
+	l = (struct vps_lun){ .target = 9, .fd = -1 };
+	l.reserved[3] = 1;
+	e = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	tap(e && errno == EINVAL, "attach-reserved-nonzero", "errno %d", errno);
+	e = detach(9, 3);
+	tap(e && errno == ENOENT, "detach-absent", "errno %d", errno);
+	{
+		struct vps_abort a = { 123456789, 0, 0 };
+
+		e = ioctl(vfd, VPS_ABORT, &a);
+		tap(e && errno == ENOENT, "abort-unknown-context", "errno %d", errno);
+	}
+	{
+		struct vps_reset r = { 7, 0, 0, 0 };
+
+		e = ioctl(vfd, VPS_RESET, &r);
+		tap(e && errno == EINVAL, "reset-unknown-kind", "errno %d", errno);
+	}
+}
+
+static void check_messages(const char *disk)
+{
+	struct pvscsi_msg_dev_status *m = page(P_MSG);
+	int e;
+
+	e = attach(3, 2, disk, VPS_LUN_READ_ONLY, 0);
+	tap(!e && rs->msg_prod_idx == msg_cons + 1 && m[msg_cons].type == PVSCSI_MSG_DEV_ADDED &&
+	    m[msg_cons].target == 3 && m[msg_cons].lun[1] == 2, "msg-dev-added",
+	    "e %d prod %u type %u", e, rs->msg_prod_idx, m[msg_cons].type);
+	msg_cons++;
+	rs->msg_cons_idx = msg_cons;
+	e = detach(3, 2);
+	tap(!e && rs->msg_prod_idx == msg_cons + 1 &&
+	    m[msg_cons].type == PVSCSI_MSG_DEV_REMOVED, "msg-dev-removed",
+	    "e %d type %u", e, m[msg_cons].type);
+	msg_cons++;
+	rs->msg_cons_idx = msg_cons;
+}
+
+/* many I/Os in flight, then resets and aborts: each completes once */
+static void check_inflight(void)
+{
+	static struct result res[256];
+	uint32_t i, n = 96, dup = 0, got;
+	static uint8_t seen[1024];
+	uint64_t base = next_ctx;
+	struct vps_abort a;
+	int e;
+
+	for (int round = 0; round < 3; round++) {
+		base = next_ctx;
+		memset(seen, 0, sizeof(seen));
+		for (i = 0; i < n; i++) {
+			struct cmd c = rw16(i & 1, (i * 64) % (disk_blocks - 64), 64,
+					    data() + (size_t)(i % 32) * 32768, 512);
+
+			put_req(&c, next_ctx++, i % 64);
+		}
+		kick();
+		if (round == 0) {
+			a = (struct vps_abort){ base + n - 1, 0, 0 };
+			e = ioctl(vfd, VPS_ABORT, &a);
+			(void)e;
+			e = reset(VPS_RESET_DEVICE, 0, 0);
+		} else if (round == 1) {
+			e = reset(VPS_RESET_BUS, 0, 0);
+		} else {
+			e = 0;
+		}
+		got = get_cmps(res, n, 10000);
+		for (i = 0; i < got; i++) {
+			uint64_t k = res[i].context - base;
+
+			if (k >= n || seen[k]++)
+				dup++;
+		}
+		tap(!e && got == n && !dup, round == 0 ? "device-reset-inflight-once" :
+		    round == 1 ? "bus-reset-inflight-once" : "inflight-complete-once",
+		    "e %d got %u/%u dup %u", e, got, n, dup);
+		dup = 0;
+		tap(get_cmps(res, 1, 100) == 0, round == 0 ? "no-extra-after-device-reset" :
+		    round == 1 ? "no-extra-after-bus-reset" : "no-extra-completions",
+		    "an extra completion");
+	}
+	/* adapter reset with I/O in flight: the rings go away, nothing posts */
+	for (i = 0; i < n; i++) {
+		struct cmd c = rw16(0, (i * 64) % (disk_blocks - 64), 64,
+				    data() + (size_t)(i % 32) * 32768, 512);
+
+		put_req(&c, next_ctx++, i % 64);
+	}
+	kick();
+	e = reset(VPS_RESET_ADAPTER, 0, 0);
+	tap(!e && stats().in_flight == 0, "adapter-reset-inflight-drained",
+	    "e %d in flight %llu", e, (unsigned long long)stats().in_flight);
+	memset(page(P_RS), 0, PG);
+	req_prod = cmp_cons = msg_cons = 0;
+	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	setup_msg();
+	{
+		struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+
+		CHECK_GOOD("io-after-inflight-reset", c);
+	}
+}
+
+static void check_threshold(void)
+{
+	struct vps_stats s0, s1;
+	uint32_t on = 1;
+	struct result r;
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	int e;
+
+	e = ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on);
+	tap(!e && rs->req_call_threshold == 1, "req-call-threshold-enable",
+	    "e %d threshold %u", e, rs->req_call_threshold);
+	on = 2;
+	e = ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on);
+	tap(e && errno == EINVAL, "req-call-threshold-bad-value", "errno %d", errno);
+	s0 = stats();
+	CHECK_GOOD("io-with-threshold", c);
+	s1 = stats();
+	tap(s1.completions == s0.completions + 1 && rs->req_call_threshold == 1,
+	    "threshold-rearmed-when-idle", "threshold %u", rs->req_call_threshold);
+	(void)r;
+}
+
+static int open_ram(void)
+{
+	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (ram == MAP_FAILED)
+		die("mmap");
+	rs = page(P_RS);
+	return 0;
+}
+
+static uint64_t size_blocks(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	off_t end;
+
+	if (fd < 0)
+		die(path);
+	end = lseek(fd, 0, SEEK_END);
+	close(fd);
+	return end / 512;
+}
+
+static int do_check(const char *disk, const char *file, const char *ro)
+{
+	open_ram();
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0) &&
+	    !attach(1, 0, file, 0, 0) && !attach(2, 0, ro, VPS_LUN_READ_ONLY, 0),
+	    "attach-luns", "%s", strerror(errno));
+	/* the DEV_ADDED messages of the attaches */
+	msg_cons = rs->msg_prod_idx;
+	rs->msg_cons_idx = msg_cons;
+	check_ioctls(disk);
+	check_commands();
+	check_integrity();
+	check_unmap(file);
+	check_readonly();
+	check_messages(disk);
+	check_threshold();
+	check_inflight();
+	check_hostile();
+	{
+		struct vps_stats s = stats();
+
+		tap(s.in_flight == 0 && s.pinned_pages == 0, "nothing-in-flight-at-end",
+		    "%llu %llu", (unsigned long long)s.in_flight,
+		    (unsigned long long)s.pinned_pages);
+	}
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/* close the fd (and exit) while I/O is in flight */
+static int do_close_inflight(const char *disk)
+{
+	uint32_t i;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("attach");
+	for (i = 0; i < 200; i++) {
+		struct cmd c = rw16(i & 1, (i * 128) % (disk_blocks - 128), 128,
+				    data() + (size_t)(i % 64) * 65536, 512);
+
+		put_req(&c, next_ctx++, i % 64);
+	}
+	kick();
+	usleep(1000);
+	close_adapter();
+	printf("ok 1 - close-with-io-in-flight\n1..1\n");
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* 4k random reads at a fixed queue depth; prints "iops N" */
+static int do_bench(const char *disk, int qd, double seconds)
+{
+	static struct result res[256];
+	uint64_t done = 0, lba;
+	uint32_t seed = 1, i;
+	double t0, t1;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("attach");
+	if (qd < 1 || qd > 128)
+		qd = 1;
+	t0 = now();
+	for (i = 0; i < (uint32_t)qd; i++) {
+		seed = seed * 1103515245 + 12345;
+		lba = (seed % (disk_blocks / 8)) * 8;
+		struct cmd c = rw16(0, lba, 8, data() + i * 4096, 512);
+
+		put_req(&c, next_ctx++, i);
+	}
+	kick();
+	while ((t1 = now()) - t0 < seconds) {
+		int got = get_cmps(res, 1, 1000), k;
+
+		if (got <= 0)
+			break;
+		/* harvest whatever else is there */
+		got += get_cmps(res + 1, (int)(rs->cmp_prod_idx - cmp_cons), 0);
+		for (k = 0; k < got; k++) {
+			seed = seed * 1103515245 + 12345;
+			lba = (seed % (disk_blocks / 8)) * 8;
+			struct cmd c = rw16(0, lba, 8, data() + (res[k].context % qd) * 4096, 512);
+
+			put_req(&c, next_ctx++, k);
+		}
+		done += got;
+		if ((uint32_t)(req_prod - rs->req_cons_idx) >= rs->req_call_threshold)
+			kick();
+	}
+	t1 = now();
+	printf("iops %.0f\nios %llu\nseconds %.3f\n", done / (t1 - t0),
+	       (unsigned long long)done, t1 - t0);
+	close_adapter();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "check"))
+		return do_check(argv[2], argv[3], argv[4]);
+	if (argc == 3 && !strcmp(argv[1], "close-inflight"))
+		return do_close_inflight(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "bench"))
+		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
+	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK | close-inflight DISK | bench DISK QD SECONDS\n");
+	return 2;
+}
