@@ -18,6 +18,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/device.h>
 #include <linux/if_link.h>
 #include <linux/kmod.h>
@@ -149,7 +150,8 @@ static struct pci_dev *vfcfg_resolve(const struct vfcfg_pf *pf)
 /*
  * Set the VF count the way sysfs sriov_numvfs does: under the PF's device
  * lock (so the PF driver cannot unbind meanwhile) and the rescan lock,
- * going through zero when the count changes.
+ * going through zero when the count changes.  Returns 1 when it created
+ * VFs, 0 when the count was already right.
  */
 static int vfcfg_set_numvfs(struct pci_dev *pdev, int want, char *why,
 			    size_t len)
@@ -173,19 +175,26 @@ static int vfcfg_set_numvfs(struct pci_dev *pdev, int want, char *why,
 	pci_unlock_rescan_remove();
 	if (ret >= 0 && pci_num_vf(pdev) != want)
 		ret = -EIO;
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(why, len, "setting %d VFs failed: %pe", want, ERR_PTR(ret));
-	else
+	} else {
 		pci_info(pdev, "%s: %d VFs enabled\n", KBUILD_MODNAME, want);
+		ret = want > 0;
+	}
 out:
 	device_unlock(&pdev->dev);
-	return ret < 0 ? ret : 0;
+	return ret;
 }
 
-/* apply one VF's attributes, each op on its own; caller holds RTNL */
-static void vfcfg_apply_vf(struct net_device *dev, int i,
+/*
+ * Apply one VF's attributes, each op on its own; caller holds RTNL.
+ * Returns whether the VF's MAC was changed.
+ */
+static bool vfcfg_apply_vf(struct net_device *dev, int i,
 			   const struct vfcfg_vf *vf, int *res)
 {
+	bool mac_set = false;
+
 	const struct net_device_ops *ops = dev->netdev_ops;
 	struct ifla_vf_info ivi;
 	bool known;
@@ -205,7 +214,8 @@ static void vfcfg_apply_vf(struct net_device *dev, int i,
 		else if (known && ether_addr_equal(ivi.mac, vf->mac))
 			res[VFCFG_OP_MAC] = 0;
 		else
-			res[VFCFG_OP_MAC] = ops->ndo_set_vf_mac(dev, i, (u8 *)vf->mac);
+			mac_set = !(res[VFCFG_OP_MAC] =
+				    ops->ndo_set_vf_mac(dev, i, (u8 *)vf->mac));
 	}
 	if (vf->keys & BIT(VFCFG_K_VLAN)) {
 		if (!ops->ndo_set_vf_vlan)
@@ -253,6 +263,7 @@ static void vfcfg_apply_vf(struct net_device *dev, int i,
 			res[VFCFG_OP_STATE] =
 				ops->ndo_set_vf_link_state(dev, i, vf->link_state);
 	}
+	return mac_set;
 }
 
 static bool vfcfg_op_wanted(const struct vfcfg_vf *vf, enum vfcfg_op op)
@@ -342,7 +353,8 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 	struct pci_dev *pdev, *vf;
 	unsigned int i, nvf, failed = 0;
 	int (*res)[VFCFG_OP_NR];
-	int ret, total, cur;
+	unsigned long *reprobe = NULL;
+	int ret, total, cur, created = 0;
 
 	pdev = vfcfg_resolve(pf);
 	if (!pdev) {
@@ -386,18 +398,24 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 	for (i = 0; i < pf->nvf; i++)
 		memset32((u32 *)res[i], (u32)-ENODEV, VFCFG_OP_NR);
 
-	if (pf->numvfs >= 0 &&
-	    vfcfg_set_numvfs(pdev, pf->numvfs, why, sizeof(why)) < 0)
-		pci_err(pdev, "%s: %s\n", KBUILD_MODNAME, why);
+	if (pf->numvfs >= 0) {
+		created = vfcfg_set_numvfs(pdev, pf->numvfs, why, sizeof(why));
+		if (created < 0)
+			pci_err(pdev, "%s: %s\n", KBUILD_MODNAME, why);
+	}
 
 	cur = pci_num_vf(pdev);
 	nvf = min_t(unsigned int, pf->nvf, cur);
 	rtnl_lock();
 	dev = vfcfg_pf_netdev(pdev);
+	/* igb answers a VF's reset (and hands it its MAC) only while up */
+	if (created > 0 && dev && netif_running(dev))
+		reprobe = bitmap_zalloc(nvf, GFP_KERNEL);
 	if (dev) {
 		strscpy(ifname, dev->name, sizeof(ifname));
 		for (i = 0; i < nvf; i++)
-			vfcfg_apply_vf(dev, i, &pf->vf[i], res[i]);
+			if (vfcfg_apply_vf(dev, i, &pf->vf[i], res[i]) && reprobe)
+				__set_bit(i, reprobe);
 	} else if (!why[0] && nvf) {
 		snprintf(why, sizeof(why), "PF has no net device yet");
 	}
@@ -409,10 +427,25 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 		if (!vf->is_virtfn || pci_physfn(vf) != pdev)
 			continue;
 		id = pci_iov_vf_id(vf);
-		if (id < 0 || id >= nvf || !(pf->vf[id].keys & BIT(VFCFG_K_DRIVER)))
+		if (id < 0 || id >= nvf)
 			continue;
-		res[id][VFCFG_OP_DRIVER] = vfcfg_vf_driver(vf, pf->vf[id].driver);
+		/*
+		 * A VF driver reads its MAC from the PF when it probes (igbvf
+		 * does), and a VF we just created probed before its MAC was
+		 * set: reprobe it.  Nobody can be using it yet.  VFs that
+		 * existed before are left bound: the new MAC reaches them at
+		 * their driver's next reset, as with "ip link set vf mac".
+		 */
+		if (reprobe && test_bit(id, reprobe) && READ_ONCE(vf->dev.driver)) {
+			device_release_driver(&vf->dev);
+			if (device_attach(&vf->dev) < 0)
+				pci_warn(vf, "%s: reprobe failed\n", KBUILD_MODNAME);
+		}
+		if (pf->vf[id].keys & BIT(VFCFG_K_DRIVER))
+			res[id][VFCFG_OP_DRIVER] =
+				vfcfg_vf_driver(vf, pf->vf[id].driver);
 	}
+	bitmap_free(reprobe);
 
 	mutex_lock(&vfcfg_lock);
 	for (i = 0; i < pf->nvf; i++) {
