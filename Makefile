@@ -19,9 +19,12 @@ KDIR ?= /usr/src/linux-headers-$(K612:linux-headers-%=%)
 KDIR61 := /usr/src/linux-headers-$(K61:linux-headers-%=%)
 CHECKPATCH ?= $(VPS_CACHE)/checkpatch/scripts/checkpatch.pl
 
-# our C sources (kernel and test programs alike follow kernel style)
-CSRC = $(shell find include guest-driver vhost-host sriov-helper tests \
+# our C sources: kernel code, and userspace test programs (kernel style
+# too, but with the C library's fixed-width types, as in the kernel's tools/)
+CSRC_ALL = $(shell find include guest-driver vhost-host sriov-helper tests \
 	-name '*.[ch]' ! -name '*.mod.c' ! -path '*/logs/*' 2>/dev/null | sort)
+USRC = $(filter tests/%,$(filter-out tests/%/kmod/%,$(CSRC_ALL)))
+KSRC = $(filter-out $(USRC),$(CSRC_ALL))
 
 .PHONY: all modules modules-61 tools static check demo clean setup help
 
@@ -44,7 +47,9 @@ tools:
 static: modules-61
 	$(MAKE) -C $(KDIR) M=$(TOP) W=1 C=2 modules
 	$(MAKE) -C $(KDIR61) M=$(TOP)/.build-61 W=1 C=2 modules
-	$(CHECKPATCH) --strict --no-tree --show-types --terse -f $(CSRC)
+	$(CHECKPATCH) --strict --no-tree --show-types --terse -f $(KSRC)
+	$(CHECKPATCH) --strict --no-tree --show-types --terse \
+		--ignore PREFER_KERNEL_TYPES,SPDX_LICENSE_TAG -f $(USRC)
 
 setup:
 	scripts/setup

@@ -585,6 +585,7 @@ static bool vps_process_ring(struct vps_dev *dev)
 			 * more so a request posted meanwhile is not missed.
 			 */
 			vps_rs_put(&dev->rs->req_call_threshold, 1);
+			/* order the threshold store before the index reload */
 			smp_mb();
 			armed = true;
 			continue;
@@ -639,6 +640,7 @@ static void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 		(slot % PVSCSI_MSG_DESCS_PER_PAGE) * sizeof(m);
 	if (copy_to_user(p, &m, sizeof(m)))
 		return;
+	/* the message must be visible before the index that publishes it */
 	smp_wmb();
 	dev->msg_prod++;
 	if (vps_rs_put(&dev->rs->msg_prod_idx, dev->msg_prod))

@@ -172,7 +172,9 @@ static void open_adapter(void)
 	if (set_mem(GPA_BASE, RAM_SIZE, ram))
 		die("SET_MEM_TABLE");
 	memset(ram, 0, P_DATA * PG);
-	req_prod = cmp_cons = msg_cons = 0;
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
 	if (setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS))))
 		die("SETUP_RINGS");
 	if (setup_msg())
@@ -356,10 +358,12 @@ static int sense_is(const struct result *r, int key, int asc, int ascq)
 #define CHECK_SENSE(name, c, k, a, q) do { struct result _r; int _e = run(&(c), &_r); \
 	tap(!_e && sense_is(&_r, k, a, q), name, \
 	    "run %d host 0x%x scsi 0x%x sense_len %u key 0x%x asc 0x%x/0x%x", \
-	    _e, _r.host, _r.scsi, _r.sense_len, _r.sense[2], _r.sense[12], _r.sense[13]); } while (0)
+	    _e, _r.host, _r.scsi, _r.sense_len, _r.sense[2], _r.sense[12], \
+	    _r.sense[13]); } while (0)
 #define CHECK_HOST(name, c, h) do { struct result _r; int _e = run(&(c), &_r); \
-	tap(!_e && _r.host == (h), name, "run %d host 0x%x want 0x%x", \
-	    _e, _r.host, (h)); } while (0)
+	unsigned int _h = (h); \
+	tap(!_e && _r.host == _h, name, "run %d host 0x%x want 0x%x", _e, _r.host, _h); \
+	} while (0)
 
 static void be32(uint8_t *p, uint32_t v)
 {
@@ -840,7 +844,9 @@ static void check_hostile(void)
 	req_prod--;
 	tap(!reset(VPS_RESET_ADAPTER, 0, 0), "adapter-reset", "%s", strerror(errno));
 	memset(page(P_RS), 0, PG);
-	req_prod = cmp_cons = msg_cons = 0;
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
 	tap(!setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS))) && !setup_msg(),
 	    "setup-after-reset", "%s", strerror(errno));
 	c = (struct cmd){ .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
@@ -854,7 +860,9 @@ static void check_hostile(void)
 	tap(get_cmps(&r, 1, 300) == 0, "cmp-consumer-ahead-no-completion", "posted");
 	reset(VPS_RESET_ADAPTER, 0, 0);
 	memset(page(P_RS), 0, PG);
-	req_prod = cmp_cons = msg_cons = 0;
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
 	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
 	setup_msg();
 }
@@ -1052,7 +1060,9 @@ static void check_inflight(void)
 	tap(!e && stats().in_flight == 0, "adapter-reset-inflight-drained",
 	    "e %d in flight %llu", e, (unsigned long long)stats().in_flight);
 	memset(page(P_RS), 0, PG);
-	req_prod = cmp_cons = msg_cons = 0;
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
 	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
 	setup_msg();
 	{
@@ -1226,6 +1236,8 @@ int main(int argc, char **argv)
 		return do_close_inflight(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
-	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK | close-inflight DISK | bench DISK QD SECONDS\n");
+	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
+		"       vps_test close-inflight DISK\n"
+		"       vps_test bench DISK QD SECONDS\n");
 	return 2;
 }
