@@ -1157,7 +1157,7 @@ static ssize_t pvscsi_attr_show(struct device *dev, struct device_attribute *att
 	case PVSCSI_A_IRQ_MODE:
 		return sysfs_emit(buf, "%s\n", pvscsi_irq_names[a->irq_kind]);
 	case PVSCSI_A_EXT_STATUS:
-		return sysfs_emit(buf, "%#x\n", st);
+		return sysfs_emit(buf, "0x%08x\n", st);
 	case PVSCSI_A_EXT:
 		if (!ext)
 			return sysfs_emit(buf, "disabled\n");
