@@ -156,3 +156,11 @@ t_tap() {
 	[ $_seen = 1 ] || t_fail "$_p/output" "no TAP lines from: $*"
 	[ $_rc = 0 ] || t_fail "$_p/exit" "exit $_rc: $*"
 }
+
+# vps_report TEXT...: a measurement line for the build machine (benchmarks)
+vps_report() { echo "VPS-REPORT $*" >&3; echo "report: $*"; }
+
+# vps_cpu_busy: jiffies the CPUs spent not idle (user..softirq, no iowait)
+vps_cpu_busy() {
+	awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat
+}

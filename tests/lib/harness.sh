@@ -51,6 +51,7 @@ vm_reset() {
 	VM_CMDLINE=""
 	VM_DMESG_ALLOW=""
 	VM_QEMU_BIN=""
+	VM_MONITOR=0		# 1: the guest may send HMP commands (vm_monitor)
 }
 vm_reset
 
@@ -60,6 +61,31 @@ vm_ours() { VM_OURS+=("$@"); }
 vm_bins() { VM_BINS+=("$@"); }
 vm_file() { VM_FILES+=("$1:$2"); }
 vm_qemu() { VM_QEMU+=("$@"); }
+
+# vm_monitor: give the VM an HMP monitor that the guest script drives.  A
+# guest line "VPS-MON <command>" on the results channel (fd 3), e.g.
+#	echo "VPS-MON device_add scsi-hd,bus=hba.0,drive=h,scsi-id=5" >&3
+# is fed to the monitor within about 0.2 s; the guest then polls for the
+# effect.  The monitor's answers are kept in <logs>/monitor.log.
+vm_monitor() { VM_MONITOR=1; }
+
+# background: forward VPS-MON lines of results.log to the monitor FIFO
+_vm_monitor_feed() { # dir
+	local dir=$1 n=0 i
+	local -a lines
+	# read-write opens of a FIFO never block, whether QEMU is up or not
+	exec 7<> "$dir/mon.in"
+	while :; do
+		mapfile -t lines < <(grep -a '^VPS-MON ' "$dir/results.log" | tr -d '\r')
+		for ((i = n; i < ${#lines[@]}; i++)); do
+			printf '%s\n' "${lines[$i]#VPS-MON }" >&7
+		done
+		n=${#lines[@]}
+		[ -e "$dir/mon.stop" ] && break
+		sleep 0.2
+	done
+	exec 7>&-
+}
 
 # --- helpers -------------------------------------------------------------------
 
@@ -240,6 +266,16 @@ vm_run() {
 	if [ "$accel" = kvm ]; then cpu=(-cpu "${VM_CPU:-host}"); else cpu=(-cpu "${VM_CPU:-max}"); fi
 	qemu=${VM_QEMU_BIN:-$(vps_qemu)}
 	: > "$dir/results.log"
+	local -a mon=()
+	local mon_pids=""
+	if [ "$VM_MONITOR" = 1 ]; then
+		mkfifo "$dir/mon.in" "$dir/mon.out"
+		mon=(-chardev "pipe,id=vpsmon,path=$dir/mon" -mon chardev=vpsmon,mode=readline)
+		_vm_monitor_feed "$dir" &
+		mon_pids=$!
+		cat 0<> "$dir/mon.out" > "$dir/monitor.log" &
+		mon_pids="$mon_pids $!"
+	fi
 	echo "$qemu -accel $accel ${cpu[*]} -m $VM_MEM -smp $VM_SMP ${VM_QEMU[*]}" > "$dir/cmdline"
 	# ttyS0: kernel console and the script's output; ttyS1: results only
 	# shellcheck disable=SC2086
@@ -250,14 +286,24 @@ vm_run() {
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-kernel "$(vm_kernel_image)" -initrd "$rd" \
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 $VM_CMDLINE" \
-		"${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null || code=$?
+		"${mon[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null || code=$?
 	code=${code:-0}
+	if [ -n "$mon_pids" ]; then
+		: > "$dir/mon.stop"
+		# shellcheck disable=SC2086
+		{ sleep 1; kill $mon_pids 2>/dev/null; } &
+		# shellcheck disable=SC2086
+		wait $mon_pids 2>/dev/null
+		rm -f "$dir/mon.in" "$dir/mon.out" "$dir/mon.stop"
+	fi
 	rm -f "$rd"
 
 	# per-check results the guest reported
 	grep -a '^VPS-RESULT ' "$dir/results.log" | tr -d '\r' |
 		sed -E "s#^VPS-RESULT (ok|not ok) #VPS-RESULT \1 $name/#"
 	grep -aq '^VPS-RESULT not ok' "$dir/results.log" && rc=1
+	# free-form measurements (benchmarks): passed through as they are
+	grep -a '^VPS-REPORT ' "$dir/results.log" | tr -d '\r'
 
 	# the VM itself: exit path, verdict, kernel log
 	verdict=$(grep -a '^VPS-DONE ' "$dir/results.log" | tail -1 | tr -d '\r' | awk '{print $2}')
