@@ -267,14 +267,15 @@ vm_run() {
 	qemu=${VM_QEMU_BIN:-$(vps_qemu)}
 	: > "$dir/results.log"
 	local -a mon=()
-	local mon_pids=""
+	local mon_feed="" mon_log=""
 	if [ "$VM_MONITOR" = 1 ]; then
+		# QEMU's pipe chardev reads <path>.in and writes <path>.out
 		mkfifo "$dir/mon.in" "$dir/mon.out"
 		mon=(-chardev "pipe,id=vpsmon,path=$dir/mon" -mon chardev=vpsmon,mode=readline)
 		_vm_monitor_feed "$dir" &
-		mon_pids=$!
+		mon_feed=$!
 		cat 0<> "$dir/mon.out" > "$dir/monitor.log" &
-		mon_pids="$mon_pids $!"
+		mon_log=$!
 	fi
 	echo "$qemu -accel $accel ${cpu[*]} -m $VM_MEM -smp $VM_SMP ${VM_QEMU[*]}" > "$dir/cmdline"
 	# ttyS0: kernel console and the script's output; ttyS1: results only
@@ -288,12 +289,11 @@ vm_run() {
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 $VM_CMDLINE" \
 		"${mon[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null || code=$?
 	code=${code:-0}
-	if [ -n "$mon_pids" ]; then
+	if [ -n "$mon_feed" ]; then
 		: > "$dir/mon.stop"
-		# shellcheck disable=SC2086
-		{ sleep 1; kill $mon_pids 2>/dev/null; } &
-		# shellcheck disable=SC2086
-		wait $mon_pids 2>/dev/null
+		wait "$mon_feed" 2>/dev/null
+		kill "$mon_log" 2>/dev/null
+		wait "$mon_log" 2>/dev/null
 		rm -f "$dir/mon.in" "$dir/mon.out" "$dir/mon.stop"
 	fi
 	rm -f "$rd"
