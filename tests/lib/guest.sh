@@ -99,13 +99,15 @@ vps_inner_accel() {
 	fi
 }
 
-vps_inner_run() {
+# vps_inner_start NAME KERNEL INITRD TIMEOUT [QEMU ARGS...]: start an inner
+# guest in the background; its console is /tmp/NAME.console
+vps_inner_start() {
 	_n=$1 _k=$2 _i=$3 _to=$4
 	shift 4
-	rm -f "/tmp/$_n.console" "/tmp/$_n.results"
-	echo "+ inner guest $_n: $(vps_inner_accel)"
+	rm -f "/tmp/$_n.console" "/tmp/$_n.results" "/tmp/$_n.code"
+	echo "+ inner guest $_n: $(vps_inner_accel) $*"
 	# shellcheck disable=SC2046
-	timeout "$_to" qemu-system-x86_64 -L /usr/share/qemu $(vps_inner_accel) \
+	( timeout "$_to" qemu-system-x86_64 -L /usr/share/qemu $(vps_inner_accel) \
 		-m "${VPS_INNER_MEM:-512}" -smp 1 -nographic -nodefaults -no-reboot \
 		-chardev file,id=con,path="/tmp/$_n.console" -serial chardev:con \
 		-chardev file,id=res,path="/tmp/$_n.results" -serial chardev:res \
@@ -113,14 +115,37 @@ vps_inner_run() {
 		-kernel "$_k" -initrd "$_i" \
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic" "$@" \
 		</dev/null >"/tmp/$_n.qemu" 2>&1
-	_code=$?
+	  echo $? > "/tmp/$_n.code" ) &
+	echo $! > "/tmp/$_n.pid"
+	vps_wait 10 test -s "/tmp/$_n.console" || true
+}
+
+# vps_inner_pid NAME: the inner QEMU's pid (for kill tests)
+vps_inner_pid() {
+	pgrep -f "path=/tmp/$1.console" | head -1
+}
+
+# vps_inner_wait_console NAME REGEX SECONDS: wait for the inner console
+vps_inner_wait_console() {
+	vps_wait "$3" grep -aqE "$2" "/tmp/$1.console"
+}
+
+# vps_inner_wait NAME [EXPECT]: wait for the inner guest, relay its checks
+# as NAME/<check> and judge NAME/vm.  EXPECT=killed: QEMU was killed on
+# purpose, only its kernel log is judged.
+vps_inner_wait() {
+	_n=$1
+	wait "$(cat "/tmp/$_n.pid")" 2>/dev/null
+	_code=$(cat "/tmp/$_n.code" 2>/dev/null)
 	grep -a '^VPS-RESULT ' "/tmp/$_n.results" | tr -d '\r' |
 		sed -E "s#^VPS-RESULT (ok|not ok) #VPS-RESULT \\1 $_n/#" >&3
 	grep -aq '^VPS-RESULT not ok' "/tmp/$_n.results" && : > /tmp/.vps-failed
 	_v=$(grep -a '^VPS-DONE ' "/tmp/$_n.results" | tail -1 | tr -d '\r' | awk '{print $2}')
 	_bad=$(sed -n '/^VPS-DMESG-BEGIN/,/^VPS-DMESG-END/p' "/tmp/$_n.results" "/tmp/$_n.console" |
 		grep -aE "$(cat /lib/vps/dmesg-patterns)" | head -3 | tr '\n' '|')
-	if [ "$_code" = 33 ] && [ "$_v" = pass ] && [ -z "$_bad" ]; then
+	if [ "${2:-}" = killed ] && [ -z "$_bad" ]; then
+		t_ok "$_n/vm"
+	elif [ "$_code" = 33 ] && [ "$_v" = pass ] && [ -z "$_bad" ]; then
 		t_ok "$_n/vm"
 	elif [ "$_code" = 35 ] && [ "$_v" = fail ] && [ -z "$_bad" ]; then
 		t_ok "$_n/vm"	# the failing checks were relayed above
@@ -129,6 +154,12 @@ vps_inner_run() {
 		echo "--- inner console ($_n) ---"
 		tail -40 "/tmp/$_n.console"
 	fi
+}
+
+# vps_inner_run NAME KERNEL INITRD TIMEOUT [QEMU ARGS...]: start and wait
+vps_inner_run() {
+	vps_inner_start "$@"
+	vps_inner_wait "$1"
 }
 
 # t_tap PREFIX CMD...: run a program that prints TAP ("ok N - name",
