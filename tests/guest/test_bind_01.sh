@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 61
+#
+# Binding: in-tree vmw_pvscsi and pvscsi_mq both match 15ad:07c0.  With
+# vmw_pvscsi loaded first it owns the HBA; driver_override + unbind +
+# drivers_probe (Documentation/guest-driver.md) moves it to pvscsi_mq,
+# which then writes a verified fio pattern.  Moved back the same way,
+# vmw_pvscsi reads the pattern pvscsi_mq wrote and verifies it: two
+# independent drivers agree on the data.
+. "$(dirname "$0")/../lib/harness.sh"
+
+d=$(mktemp -d /tmp/vps-guest-bind-XXXXXX)
+trap 'rm -rf "$d"' EXIT
+truncate -s 64M "$d/a.img"
+
+vm_modules vmw_pvscsi sd_mod
+vm_ours pvscsi_mq
+vm_bins fio
+vm_qemu -device pvscsi,id=hba \
+	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
+	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0
+vm_run guest-bind <<'GUEST'
+dev=$(grep -l 0x07c0 /sys/bus/pci/devices/*/device | head -1)
+dev=$(basename "$(dirname "$dev")")
+drv() { basename "$(readlink /sys/bus/pci/devices/$dev/driver)"; }
+move_to() {
+	echo "$1" > /sys/bus/pci/devices/$dev/driver_override
+	echo "$dev" > /sys/bus/pci/devices/$dev/driver/unbind
+	echo "$dev" > /sys/bus/pci/drivers_probe
+}
+common="--filename=/dev/sda --direct=1 --ioengine=libaio --bs=8k --iodepth=16 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=16M --output-format=terse --minimal"
+t_equal in-tree-owns-it "$(drv)" vmw_pvscsi
+t_check load-ours vps_load pvscsi_mq
+t_equal still-in-tree "$(drv)" vmw_pvscsi
+t_check move-to-ours move_to pvscsi_mq
+t_equal ours-owns-it "$(drv)" pvscsi_mq
+t_check ours-disk vps_wait 20 test -b /dev/sda
+t_equal ours-host "$(vps_scsi_disks pvscsi_mq)" sda
+t_check ours-write-verify fio --name=x --do_verify=1 $common
+t_check move-back move_to vmw_pvscsi
+t_equal in-tree-again "$(drv)" vmw_pvscsi
+t_check in-tree-disk vps_wait 20 test -b /dev/sda
+t_equal in-tree-host "$(vps_scsi_disks vmw_pvscsi)" sda
+t_check in-tree-verifies-ours fio --name=x --verify_only=1 $common
+vps_dmesg_clean dmesg
+GUEST
