@@ -109,6 +109,7 @@ struct vps_dev {
 	bool broken;				/* guest error: stop until reset */
 	bool quiesce;				/* a reset waits: consume nothing */
 	bool backlog_wait;			/* completions wait for ring room */
+	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
 	u32 req_entries_log2;
 	u32 cmp_entries_log2;

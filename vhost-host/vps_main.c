@@ -592,9 +592,14 @@ static bool vps_process_ring(struct vps_dev *dev)
 		}
 		if (!budget--)
 			return true;
-		/* every completion must find room in the completion ring */
-		if (dev->nr_inflight >= cmp_entries)
+		/*
+		 * Every completion must find room in the completion ring;
+		 * vps_round() comes back once completions free a slot.
+		 */
+		if (dev->nr_inflight >= cmp_entries) {
+			dev->cmp_stall = true;
 			return false;
+		}
 
 		slot = dev->req_cons & (entries - 1);
 		p = dev->req_pages[slot / PVSCSI_REQ_DESCS_PER_PAGE] +
@@ -673,6 +678,16 @@ static bool vps_round(struct vps_dev *dev)
 	}
 	if (posted)
 		vps_call(dev);
+	/*
+	 * The ring was left alone for want of completion slots: go on once
+	 * there are some, the guest's doorbell was already rung.
+	 */
+	if (dev->cmp_stall &&
+	    dev->nr_inflight < (1u << dev->cmp_entries_log2)) {
+		dev->cmp_stall = false;
+		set_bit(VPS_EV_KICK, &dev->events);
+		again = true;
+	}
 	/* a guest that does not consume completions: look again soon */
 	dev->backlog_wait = !list_empty(&dev->cmp_backlog);
 	mutex_unlock(&dev->mutex);
@@ -817,6 +832,7 @@ static void vps_drop_rings(struct vps_dev *dev)
 	dev->msg_ok = false;
 	dev->req_threshold = false;
 	dev->broken = false;
+	dev->cmp_stall = false;
 	dev->rs = NULL;
 	memset(dev->req_pages, 0, sizeof(dev->req_pages));
 	memset(dev->cmp_pages, 0, sizeof(dev->cmp_pages));
