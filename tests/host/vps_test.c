@@ -51,6 +51,7 @@ static int vfd, kick_fd, call_fd, msg_fd;
 static uint8_t *ram;
 static struct pvscsi_rings_state *rs;
 static uint32_t req_prod, cmp_cons, msg_cons;
+static uint32_t cmp_entries = CMP_ENTRIES;	/* of the current setup */
 static int tests, failures;
 
 static uint64_t gpa(const void *p)
@@ -274,7 +275,7 @@ static int get_cmps(struct result *out, int n, int timeout_ms)
 
 		while (cmp_cons != prod && got < n) {
 			struct pvscsi_cmp_desc *c = (void *)((uint8_t *)page(P_CMP) +
-				(cmp_cons % CMP_ENTRIES) * sizeof(*c));
+				(cmp_cons % cmp_entries) * sizeof(*c));
 			struct result *r = &out[got++];
 
 			r->context = c->context;
@@ -1072,6 +1073,74 @@ static void check_inflight(void)
 	}
 }
 
+/*
+ * A completion ring smaller than the work the guest queued: the device
+ * stops consuming while every completion slot is spoken for, and must go
+ * on by itself once the guest frees slots (regression: it waited for a
+ * doorbell that a guest which already rang never rings again; found by
+ * vps_fuzz seed 2428566230).
+ */
+static void check_small_cmp_ring(void)
+{
+	static struct result res[512];
+	uint32_t i, n = 256 + 50, got = 0, dup = 0;
+	uint64_t base;
+	static uint8_t seen[512];
+
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	tap(!setup_rings(REQ_PAGES, 1, gpa(page(P_RS))) && !setup_msg(),
+	    "small-cmp-ring-setup", "%s", strerror(errno));
+	cmp_entries = PVSCSI_CMP_DESCS_PER_PAGE;
+	base = next_ctx;
+	/*
+	 * 256: 128 fill the completion ring, 128 wait behind it; then 50
+	 * more, one doorbell: the device may not take them yet
+	 */
+	for (i = 0; i < n; i++) {
+		struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+
+		if (i == 256 || i == 0) {
+			if (i)
+				usleep(300000);
+			while (req_prod - rs->req_cons_idx + (i ? 50 : 256) > REQ_ENTRIES)
+				usleep(1000);
+		}
+		put_req(&c, next_ctx++, i % 64);
+		if (i == 255 || i == n - 1)
+			kick();
+	}
+	usleep(300000);
+	memset(seen, 0, sizeof(seen));
+	while (got < n) {
+		/* get_cmps() consumes, which frees slots; no further kick */
+		int k = get_cmps(res, n - got, 3000), j;
+
+		if (k <= 0)
+			break;
+		for (j = 0; j < k; j++) {
+			uint64_t x = res[j].context - base;
+
+			if (x >= n || seen[x]++)
+				dup++;
+		}
+		got += k;
+	}
+	tap(got == n && !dup, "small-cmp-ring-no-stall", "got %u/%u dup %u, req cons %u",
+	    got, n, dup, rs->req_cons_idx);
+	cmp_entries = CMP_ENTRIES;
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	setup_msg();
+}
+
 static void check_threshold(void)
 {
 	struct vps_stats s0, s1;
@@ -1135,6 +1204,7 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_messages(disk);
 	check_threshold();
 	check_inflight();
+	check_small_cmp_ring();
 	check_hostile();
 	{
 		struct vps_stats s = stats();
