@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 61
+#
+# The ring fuzzer's bounded slice (tests/host/vps_fuzz.c): a fixed seed
+# for 10 s (the same stream every run), then a fresh seed for
+# VPS_FUZZ_SECONDS (20) seconds: random and mutated descriptors, SG lists,
+# ring-state index writes, resets, aborts, attach/detach, memory table
+# changes and closes interleaved with I/O against null_blk, an ext4 file
+# and a read-only brd LUN.  Every completion valid and once, no hang in a
+# sane epoch, the gauges at 0 after every close, the module unloads.
+# The fresh seed is in the check's name: replay it with VPS_FUZZ_SEED=N.
+. "$(dirname "$0")/../lib/harness.sh"
+
+secs=${VPS_FUZZ_SECONDS:-20}
+seed=${VPS_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+echo "fuzz seed $seed"
+vm_modules null_blk brd ext4
+vm_ours vhost_pvscsi
+vm_bins "$VPS_TOP/tests/host/vps_fuzz" mkfs.ext4
+VM_MEM=1536
+vm_run host-fuzz <<GUEST
+modprobe -r null_blk
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1 discard=1
+modprobe -r brd
+modprobe brd rd_nr=2 rd_size=262144
+mkfs.ext4 -q /dev/ram1 && mkdir -p /mnt/f && mount /dev/ram1 /mnt/f
+truncate -s 200M /mnt/f/lun.img
+t_check load vps_load vhost_pvscsi
+fz() { vps_fuzz "\$@" /dev/nullb0 /mnt/f/lun.img /dev/ram0; }
+t_tap seed-1 fz --seed 1 --seconds 10 --iterations 100000000
+t_tap seed-$seed fz --seed $seed --seconds $secs --iterations 100000000
+g=/sys/kernel/debug/vhost_pvscsi/gauges
+t_match gauges-zero "\$(cat \$g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 \$'
+t_check unload rmmod vhost_pvscsi
+vps_kmemleak_check kmemleak-after-unload
+vps_dmesg_clean dmesg-clean
+GUEST

@@ -1,0 +1,1071 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vps_fuzz: a hostile guest for /dev/vhost-pvscsi.  Like vps_test it plays
+ * both VMM and guest; instead of fixed checks it generates, from a seed,
+ * random and mutated request descriptors (CDB bytes, flags, lengths, SG
+ * lists, addresses near and outside the memory table, targets and LUNs),
+ * writes to the ring-state indices, and control operations (ring setup,
+ * resets, aborts, LUN attach and detach, memory table changes, closing
+ * the adapter) interleaved with the I/O.
+ *
+ *   vps_fuzz [--seed N] [--iterations M] [--seconds S] [--descriptors D]
+ *            DISK FILE RO_DISK
+ *
+ * DISK and FILE are overwritten.  Each run prints its seed; the stream of
+ * operations and descriptors is a function of the seed alone (no random
+ * choice depends on timing), so `--seed N` replays it, while the moments
+ * at which the kernel completes requests stay the kernel's.
+ *
+ * What every run checks (TAP at the end, details on the first violation):
+ *  - every completion has a valid host and SCSI status, a data length no
+ *    larger than asked, sense no longer than asked, and the context of a
+ *    request that is outstanding (or 0 for a context-0 request, which must
+ *    fail with BTSTAT_INVPARAM, or BTSTAT_BUSRESET when a reset caught it
+ *    waiting for completion ring room): nothing completes twice, nothing unknown
+ *    or stale (from before an adapter reset or a close) completes;
+ *  - in an epoch (the rings between two setups) in which the fuzzer broke
+ *    no rule of the ring protocol, every request completes: no hang;
+ *  - the ioctls answer 0 or their documented errors only; an abort that
+ *    succeeds names a request that is outstanding;
+ *  - after each close, and at the end, the module's gauges read 0.
+ * The kernel staying up, and KASAN, lockdep, kmemleak staying quiet, are
+ * checked by the harness around it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <linux/vhost.h>
+
+#include "vhost_pvscsi.h"
+
+#define GPA_BASE	0x100000000ull
+#define RAM_SIZE	(64u << 20)
+#define PG		4096u
+#define RAM_PAGES	(RAM_SIZE / PG)
+/* guest RAM layout (pages); data areas sit at both ends of the table */
+#define P_LOW		0		/* low data area: 256 pages */
+#define N_LOW		256
+#define P_RS		256
+#define P_REQ		257		/* up to 32 pages */
+#define P_CMP		289		/* up to 32 pages */
+#define P_MSG		321		/* up to 16 pages */
+#define P_SG		400		/* one SG page per request slot: 1024 */
+#define P_SENSE		1424		/* 64 bytes per slot: 16 pages */
+#define P_HIGH		1440		/* high data area: to the end */
+/* the module's data transfer cap (VPS_MAX_DATA_LEN) */
+#define VPS_MAX_DATA	(8u << 20)
+#define fallthrough	__attribute__((__fallthrough__))
+
+#define GAUGES		"/sys/kernel/debug/vhost_pvscsi/gauges"
+
+/* ---- seeded generator (xorshift64*): the only source of choices ---------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd64(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t rnd(uint32_t n)
+{
+	return n ? (uint32_t)(rnd64() % n) : 0;
+}
+
+static int chance(uint32_t percent)
+{
+	return rnd(100) < percent;
+}
+
+/* ---- state ------------------------------------------------------------- */
+
+enum { ST_NONE, ST_OUT, ST_DONE, ST_GONE };
+
+struct ctxinfo {
+	uint8_t state;
+	uint8_t target;
+	uint8_t sense_len;		/* asked, capped at 255 */
+	uint8_t pad;
+	uint32_t data_len;		/* asked, capped */
+};
+
+static struct ctxinfo *ctxs;
+static uint64_t nctx_alloc, next_ctx = 1;
+
+static int vfd = -1, kick_fd, call_fd, msg_fd;
+static uint8_t *ram;
+static struct pvscsi_rings_state *rs;
+static uint32_t req_pages, cmp_pages, msg_pages, req_entries, cmp_entries;
+static uint32_t req_prod, cmp_cons;
+static int rings_up, threshold_on, broken, hold_cmp;
+static uint64_t outstanding, zero_pending;
+static const char *paths[3];
+static int attached[4][2];		/* [target][lun]: 1 = attached */
+
+static struct {
+	uint64_t iterations, descriptors, completions, epochs, breaks, closes;
+	uint64_t aborts_ok, resets, detaches, drains, stale_ok;
+} st;
+
+static int failed;
+static uint64_t iter;
+static char oplog[16][96];
+static unsigned int opn;
+
+static void op(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(oplog[opn++ % 16], sizeof(oplog[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	unsigned int i;
+
+	if (failed++)
+		return;
+	printf("# VIOLATION at iteration %llu: ",
+	       (unsigned long long)iter);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n# last operations:\n");
+	for (i = opn > 16 ? opn - 16 : 0; i < opn; i++)
+		printf("#   %s\n", oplog[i % 16]);
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void *page(unsigned int n)
+{
+	return ram + (size_t)n * PG;
+}
+
+static uint64_t gpa_of(unsigned int pg)
+{
+	return GPA_BASE + (uint64_t)pg * PG;
+}
+
+static struct ctxinfo *ctx_info(uint64_t ctx)
+{
+	if (ctx >= nctx_alloc) {
+		uint64_t n = nctx_alloc ? nctx_alloc * 2 : 1 << 16;
+
+		while (n <= ctx)
+			n *= 2;
+		ctxs = realloc(ctxs, n * sizeof(*ctxs));
+		if (!ctxs)
+			die("realloc");
+		memset(ctxs + nctx_alloc, 0, (n - nctx_alloc) * sizeof(*ctxs));
+		nctx_alloc = n;
+	}
+	return &ctxs[ctx];
+}
+
+/* ---- VMM side ---------------------------------------------------------- */
+
+static int set_mem(uint64_t size)
+{
+	struct {
+		struct vhost_memory m;
+		struct vhost_memory_region r[1];
+	} t = {};
+
+	t.m.nregions = 1;
+	t.r[0].guest_phys_addr = GPA_BASE;
+	t.r[0].memory_size = size;
+	t.r[0].userspace_addr = (uintptr_t)ram;
+	return ioctl(vfd, VHOST_SET_MEM_TABLE, &t);
+}
+
+static int attach(uint32_t target, uint32_t lun)
+{
+	struct vps_lun l = {};
+	int ro = target == 2, fd, ret;
+
+	fd = open(paths[target], (ro ? O_RDONLY : O_RDWR) | O_DIRECT);
+	if (fd < 0)
+		die(paths[target]);
+	l.target = target;
+	l.lun = lun;
+	l.fd = fd;
+	l.flags = ro ? VPS_LUN_READ_ONLY : 0;
+	/* a small cap now and then: TASK SET FULL paths */
+	l.max_outstanding = chance(20) ? 1 + rnd(8) : 0;
+	ret = ioctl(vfd, VPS_ATTACH_LUN, &l);
+	close(fd);
+	return ret;
+}
+
+/* forget everything outstanding: its completions can no longer come */
+static void forget_all(void)
+{
+	uint64_t c;
+
+	for (c = 1; c < next_ctx; c++)
+		if (ctxs[c].state == ST_OUT)
+			ctxs[c].state = ST_GONE;
+	outstanding = 0;
+	zero_pending = 0;
+}
+
+/* ring sizes of the next epoch, drawn whether or not it starts */
+static void draw_sizes(uint32_t *r, uint32_t *c, uint32_t *m)
+{
+	static const uint32_t pow2[] = { 1, 2, 4, 8, 16, 32 };
+
+	*r = pow2[rnd(6)];
+	*c = pow2[rnd(6)];
+	*m = pow2[rnd(5)];
+}
+
+static void new_epoch_rings(void)
+{
+	struct pvscsi_cmd_setup_rings c = {};
+	struct pvscsi_cmd_setup_msg_ring m = {};
+	uint32_t i;
+	int e;
+
+	/* the guest's view starts over; stale bytes must never be read back */
+	memset(page(P_RS), 0, (P_SG - P_RS) * PG);
+	draw_sizes(&req_pages, &cmp_pages, &msg_pages);
+	req_entries = req_pages * PVSCSI_REQ_DESCS_PER_PAGE;
+	cmp_entries = cmp_pages * PVSCSI_CMP_DESCS_PER_PAGE;
+	req_prod = 0;
+	cmp_cons = 0;
+	threshold_on = 0;
+	broken = 0;
+	c.req_ring_num_pages = req_pages;
+	c.cmp_ring_num_pages = cmp_pages;
+	c.rings_state_ppn = gpa_of(P_RS) / PG;
+	for (i = 0; i < req_pages; i++)
+		c.req_ring_ppns[i] = gpa_of(P_REQ + i) / PG;
+	for (i = 0; i < cmp_pages; i++)
+		c.cmp_ring_ppns[i] = gpa_of(P_CMP + i) / PG;
+	e = ioctl(vfd, VPS_SETUP_RINGS, &c);
+	if (e)
+		fail("SETUP_RINGS %u/%u: %s", req_pages, cmp_pages, strerror(errno));
+	m.num_pages = msg_pages;
+	for (i = 0; i < msg_pages; i++)
+		m.ring_ppns[i] = gpa_of(P_MSG + i) / PG;
+	e = ioctl(vfd, VPS_SETUP_MSG_RING, &m);
+	if (e)
+		fail("SETUP_MSG_RING %u: %s", msg_pages, strerror(errno));
+	rings_up = 1;
+	st.epochs++;
+	op("rings req %u cmp %u msg %u pages", req_pages, cmp_pages, msg_pages);
+}
+
+static void open_adapter(void)
+{
+	struct vps_eventfd e;
+	uint32_t t, l;
+
+	vfd = open("/dev/vhost-pvscsi", O_RDWR);
+	if (vfd < 0)
+		die("/dev/vhost-pvscsi");
+	if (ioctl(vfd, VHOST_SET_OWNER))
+		die("SET_OWNER");
+	if (set_mem(RAM_SIZE))
+		die("SET_MEM_TABLE");
+	kick_fd = eventfd(0, EFD_NONBLOCK);
+	call_fd = eventfd(0, EFD_NONBLOCK);
+	msg_fd = eventfd(0, EFD_NONBLOCK);
+	e = (struct vps_eventfd){ 0, kick_fd };
+	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
+		die("SET_KICK_FD");
+	e = (struct vps_eventfd){ VPS_EVENT_CMPL, call_fd };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		die("SET_CALL_FD");
+	e = (struct vps_eventfd){ VPS_EVENT_MSG, msg_fd };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		die("SET_CALL_FD msg");
+	new_epoch_rings();
+	memset(attached, 0, sizeof(attached));
+	for (t = 0; t < 3; t++)
+		for (l = 0; l < 2; l++) {
+			if (t == 2 && l)
+				continue;
+			if (attach(t, l))
+				fail("attach %u/%u: %s", t, l, strerror(errno));
+			attached[t][l] = 1;
+		}
+}
+
+static int gauges_zero(char *buf, size_t len)
+{
+	FILE *f = fopen(GAUGES, "r");
+	size_t n;
+
+	if (!f) {
+		snprintf(buf, len, "%s: %s", GAUGES, strerror(errno));
+		return 0;
+	}
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return !strcmp(buf, "open_devices 0\nrequests_in_flight 0\nluns 0\n");
+}
+
+static void close_adapter(int check)
+{
+	char g[256];
+
+	close(vfd);
+	close(kick_fd);
+	close(call_fd);
+	close(msg_fd);
+	vfd = -1;
+	rings_up = 0;
+	forget_all();
+	st.closes++;
+	op("close");
+	/* release waits for every backing I/O: nothing may be left behind */
+	if (check && !gauges_zero(g, sizeof(g)))
+		fail("gauges after close: %s", g);
+}
+
+/* ---- guest side: completions --------------------------------------------- */
+
+static int host_ok(uint16_t h)
+{
+	switch (h) {
+	case BTSTAT_SUCCESS:
+	case BTSTAT_SELTIMEO:
+	case BTSTAT_DATARUN:
+	case BTSTAT_INVPARAM:
+	case BTSTAT_BUSRESET:
+	case BTSTAT_ABORTQUEUE:
+		return 1;
+	}
+	return 0;
+}
+
+static int scsi_ok(uint16_t s)
+{
+	return s == 0 || s == 2 || s == 0x28;	/* GOOD, CHECK, TASK SET FULL */
+}
+
+static void check_cmp(const struct pvscsi_cmp_desc *c)
+{
+	uint64_t ctx = c->context;
+	struct ctxinfo *ci;
+
+	st.completions++;
+	if (!host_ok(c->host_status) || !scsi_ok(c->scsi_status) ||
+	    (c->host_status && c->scsi_status)) {
+		fail("completion ctx %llu: host 0x%x scsi 0x%x",
+		     (unsigned long long)ctx, c->host_status, c->scsi_status);
+		return;
+	}
+	if (!ctx) {
+		if (!zero_pending)
+			fail("completion with context 0 and none outstanding");
+		else if (c->host_status != BTSTAT_INVPARAM &&
+			 c->host_status != BTSTAT_BUSRESET)
+			fail("context-0 request: host 0x%x, want INVPARAM (or BUSRESET)",
+			     c->host_status);
+		else
+			zero_pending--;
+		return;
+	}
+	if (ctx >= next_ctx) {
+		fail("completion of never submitted context %llu",
+		     (unsigned long long)ctx);
+		return;
+	}
+	ci = &ctxs[ctx];
+	if (ci->state == ST_DONE) {
+		fail("context %llu completed twice", (unsigned long long)ctx);
+		return;
+	}
+	if (ci->state == ST_GONE) {
+		fail("context %llu completed after its adapter was reset or closed",
+		     (unsigned long long)ctx);
+		return;
+	}
+	if (c->data_len > ci->data_len || c->sense_len > ci->sense_len ||
+	    c->sense_len > 18 || (c->sense_len && c->scsi_status != 2)) {
+		fail("context %llu: data_len %llu (asked %u) sense_len %u (asked %u) scsi 0x%x",
+		     (unsigned long long)ctx, (unsigned long long)c->data_len,
+		     ci->data_len, c->sense_len, ci->sense_len, c->scsi_status);
+		return;
+	}
+	ci->state = ST_DONE;
+	outstanding--;
+}
+
+/* read what the device posted; returns the number of completions */
+static uint32_t harvest(void)
+{
+	uint32_t prod, n = 0;
+	uint64_t v;
+
+	if (!rings_up || hold_cmp)
+		return 0;
+	if (read(call_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		die("call read");
+	prod = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE);
+	if (prod - cmp_cons > cmp_entries) {
+		fail("completion producer %u more than a ring ahead of %u", prod,
+		     cmp_cons);
+		return 0;
+	}
+	while (cmp_cons != prod) {
+		const struct pvscsi_cmp_desc *c = (void *)((uint8_t *)page(P_CMP) +
+			(size_t)(cmp_cons & (cmp_entries - 1)) * sizeof(*c));
+
+		check_cmp(c);
+		cmp_cons++;
+		n++;
+	}
+	__atomic_store_n(&rs->cmp_cons_idx, cmp_cons, __ATOMIC_RELEASE);
+	/* consume messages (attach/detach) so the ring never fills */
+	rs->msg_cons_idx = rs->msg_prod_idx;
+	return n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000ull + t.tv_nsec / 1000000;
+}
+
+/* wait until nothing is outstanding; a hang is a violation unless broken */
+static void drain(uint32_t timeout_ms)
+{
+	uint64_t t0 = now_ms();
+
+	st.drains++;
+	hold_cmp = 0;
+	while (outstanding || zero_pending) {
+		struct pollfd p = { call_fd, POLLIN, 0 };
+
+		if (harvest())
+			continue;
+		if (failed)
+			return;
+		if (now_ms() - t0 > timeout_ms) {
+			if (broken)
+				return;	/* the fuzzer broke the ring: allowed */
+			fail("hang: %llu requests (+%llu context 0) outstanding after %u ms; "
+			     "req prod %u cons %u threshold %u, cmp prod %u cons %u",
+			     (unsigned long long)outstanding,
+			     (unsigned long long)zero_pending, timeout_ms,
+			     req_prod, rs->req_cons_idx, rs->req_call_threshold,
+			     rs->cmp_prod_idx, cmp_cons);
+			return;
+		}
+		poll(&p, 1, 20);
+	}
+}
+
+/* ---- guest side: descriptors --------------------------------------------- */
+
+static uint64_t disk_blocks[3];
+
+/* an address the device may write to: a data area, or outside the table */
+static uint64_t data_addr(uint64_t len, int aligned)
+{
+	uint64_t a, span;
+
+	switch (rnd(12)) {
+	case 0:
+		return GPA_BASE + RAM_SIZE - (rnd(8) + 1) * 512ull;	/* crosses the end */
+	case 1:
+		return GPA_BASE + RAM_SIZE + rnd(1 << 20);		/* beyond */
+	case 2:
+		return GPA_BASE - (rnd(8) + 1) * 512ull;		/* below */
+	case 3:
+		return chance(50) ? 0 : ~0ull - rnd(4096);
+	case 4:
+		if (len <= N_LOW * PG) {				/* low area */
+			span = N_LOW * PG - len;
+			a = gpa_of(P_LOW) + rnd64() % (span + 1);
+			return aligned ? a & ~511ull : a;
+		}
+		fallthrough;
+	default:
+		span = (uint64_t)(RAM_PAGES - P_HIGH) * PG;
+		a = gpa_of(P_HIGH) + rnd64() % span;
+		return aligned ? a & ~511ull : a;
+	}
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	while (n--) {
+		p[n] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* a well-formed command for target t, lun l */
+static void template(struct pvscsi_req_desc *d, uint32_t t)
+{
+	static const uint8_t rw[] = { 0x08, 0x0a, 0x28, 0x2a, 0xa8, 0xaa, 0x88, 0x8a };
+	static const uint8_t emu[] = { 0x12, 0x25, 0x9e, 0x1a, 0x5a, 0xa0, 0x00,
+		0x03, 0x35, 0x91, 0x42, 0x93, 0x2f, 0x8f, 0x12, 0xff };
+	static const uint8_t vpd[] = { 0, 0x80, 0x83, 0xb0, 0xb1, 0xb2, 0x99 };
+	uint64_t blocks = disk_blocks[t], lba;
+	uint32_t nblk = chance(90) ? 1 + rnd(64) : 1 + rnd(16384);
+	uint8_t opc;
+
+	if (chance(70)) {
+		opc = rw[rnd(sizeof(rw))];
+		if (opc <= 0x0a)
+			nblk = 1 + rnd(255);
+		lba = blocks > nblk ? rnd64() % (blocks - nblk) : 0;
+		if (chance(5))
+			lba = blocks - rnd(4);	/* at and past the end */
+		d->cdb[0] = opc;
+		switch (opc) {
+		case 0x08: case 0x0a:
+			put_be(&d->cdb[1], lba & 0x1fffff, 3);
+			d->cdb[4] = (uint8_t)nblk;
+			d->cdb_len = 6;
+			break;
+		case 0x28: case 0x2a:
+			put_be(&d->cdb[2], lba, 4);
+			put_be(&d->cdb[7], nblk & 0xffff, 2);
+			d->cdb_len = 10;
+			break;
+		case 0xa8: case 0xaa:
+			put_be(&d->cdb[2], lba, 4);
+			put_be(&d->cdb[6], nblk, 4);
+			d->cdb_len = 12;
+			break;
+		default:
+			put_be(&d->cdb[2], lba, 8);
+			put_be(&d->cdb[10], nblk, 4);
+			d->cdb_len = 16;
+			if (chance(10))
+				d->cdb[1] |= 0x08;	/* FUA */
+			break;
+		}
+		d->data_len = (uint64_t)nblk * 512;
+		d->flags = (opc & 2) ? PVSCSI_FLAG_CMD_DIR_TODEVICE :
+			PVSCSI_FLAG_CMD_DIR_TOHOST;
+	} else {
+		opc = emu[rnd(sizeof(emu))];
+		d->cdb[0] = opc;
+		d->cdb_len = opc < 0x20 ? 6 : opc < 0x60 ? 10 : opc < 0xa0 ? 16 : 12;
+		switch (opc) {
+		case 0x12:
+			d->cdb[1] = rnd(2);
+			d->cdb[2] = d->cdb[1] ? vpd[rnd(sizeof(vpd))] : 0;
+			d->cdb[4] = rnd(256);
+			break;
+		case 0x1a:
+			d->cdb[2] = rnd(256);
+			d->cdb[4] = rnd(256);
+			break;
+		case 0x5a:
+			d->cdb[2] = rnd(256);
+			put_be(&d->cdb[7], rnd(1024), 2);
+			break;
+		case 0x9e:
+			d->cdb[1] = chance(80) ? 0x10 : rnd(32);
+			put_be(&d->cdb[10], rnd(64), 4);
+			break;
+		case 0xa0:
+			put_be(&d->cdb[6], rnd(1024), 4);
+			break;
+		case 0x42:	/* UNMAP: a parameter list in the data buffer */
+			put_be(&d->cdb[7], 8 + 16 * rnd(4), 2);
+			break;
+		case 0x93:	/* WRITE SAME 16 (+UNMAP) */
+			d->cdb[1] = chance(70) ? 0x08 : 0;
+			put_be(&d->cdb[2], rnd64() % (blocks + 8), 8);
+			put_be(&d->cdb[10], rnd(128), 4);
+			break;
+		case 0x2f: case 0x8f:
+			d->cdb[1] = chance(20) ? 0x02 : 0;
+			put_be(&d->cdb[2], rnd64() % (blocks + 8), 4);
+			break;
+		}
+		d->data_len = rnd(4096);
+		d->flags = opc == 0x42 || opc == 0x93 ? PVSCSI_FLAG_CMD_DIR_TODEVICE :
+			chance(80) ? PVSCSI_FLAG_CMD_DIR_TOHOST : PVSCSI_FLAG_CMD_DIR_NONE;
+	}
+}
+
+static void mutate(struct pvscsi_req_desc *d)
+{
+	uint8_t *b = (uint8_t *)d;
+
+	switch (rnd(10)) {
+	case 0:
+		d->cdb[rnd(16)] ^= 1u << rnd(8);
+		break;
+	case 1:
+		d->cdb_len = chance(50) ? rnd(256) : rnd(18);
+		break;
+	case 2:
+		d->flags ^= 1u << rnd(chance(80) ? 5 : 32);
+		break;
+	case 3:
+		d->data_len = chance(50) ? rnd64() : (d->data_len ^ (1ull << rnd(64)));
+		break;
+	case 4:
+		d->lun[rnd(8)] = rnd(256);
+		break;
+	case 5:
+		d->target = chance(50) ? rnd(8) : rnd(256);
+		break;
+	case 6:
+		d->bus = rnd(4);
+		break;
+	case 7:
+		d->sense_len = chance(50) ? rnd(64) : (uint32_t)rnd64();
+		break;
+	case 8:
+		d->cdb[0] = rnd(256);
+		break;
+	default:
+		/* any byte that the address fix-up below does not own */
+		b[40 + rnd(sizeof(*d) - 40)] = rnd(256);
+		break;
+	}
+}
+
+/* SG list for the slot's own page (copied there when it is submitted) */
+static struct pvscsi_sg_element sg_next[PG / sizeof(struct pvscsi_sg_element)];
+
+/* elements in data areas or invalid */
+static uint64_t make_sg(uint32_t slot, uint64_t len)
+{
+	struct pvscsi_sg_element *sg = sg_next;
+	uint32_t n = chance(90) ? 1 + rnd(16) : 1 + rnd(PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 4);
+	uint32_t i;
+	uint64_t per = n ? (len + n - 1) / n : 0;
+
+	if (n > PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 4)
+		n = PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 4;
+	for (i = 0; i < PG / sizeof(*sg); i++) {
+		uint64_t el = chance(85) ? (per + 511) & ~511ull : rnd(1 << 17);
+
+		if (i >= n) {
+			sg[i] = (struct pvscsi_sg_element){ 0 };
+			continue;
+		}
+		sg[i].length = (uint32_t)el;
+		sg[i].addr = data_addr(el, chance(90));
+		sg[i].flags = chance(2) ? 1 : 0;
+	}
+	switch (rnd(40)) {
+	case 0:
+		return GPA_BASE + RAM_SIZE - 64;	/* SG page crosses the end */
+	case 1:
+		return GPA_BASE + RAM_SIZE + PG;
+	default:
+		return gpa_of(P_SG + slot);
+	}
+}
+
+static void gen_desc(struct pvscsi_req_desc *d, uint32_t slot)
+{
+	uint32_t t = rnd(4), m;
+	uint64_t len;
+
+	memset(d, 0, sizeof(*d));
+	if (chance(5)) {
+		uint8_t *b = (uint8_t *)d;
+		uint32_t i;
+
+		for (i = 0; i < sizeof(*d); i++)
+			b[i] = rnd(256);
+	} else {
+		template(d, t < 3 ? t : 0);
+		d->target = t;			/* target 3 has no LUN */
+		d->lun[1] = chance(90) ? 0 : rnd(3);
+		d->sense_len = chance(90) ? 18 + rnd(48) : rnd(18);
+		for (m = chance(60) ? 0 : 1 + rnd(4); m; m--)
+			mutate(d);
+	}
+	/* addresses the device may write: data areas, sense slot, or invalid */
+	len = d->data_len > VPS_MAX_DATA ? VPS_MAX_DATA : d->data_len;
+	if (d->flags & PVSCSI_FLAG_CMD_WITH_SG_LIST)
+		d->data_addr = make_sg(slot, len);
+	else
+		d->data_addr = data_addr(len, chance(90));
+	d->sense_addr = chance(95) ? gpa_of(P_SENSE) + slot * 64ull :
+		chance(50) ? GPA_BASE + RAM_SIZE - 8 : GPA_BASE + RAM_SIZE + 4096;
+	if (d->sense_len > 64 && d->sense_addr == gpa_of(P_SENSE) + slot * 64ull)
+		d->sense_len = 64;
+	d->context = chance(1) ? 0 : next_ctx;
+}
+
+static void kick(void)
+{
+	uint64_t one = 1;
+
+	if (write(kick_fd, &one, sizeof(one)) != sizeof(one))
+		die("kick");
+}
+
+/* the doorbell rule of a PVSCSI driver (Linux vmw_pvscsi) */
+static void kick_by_rule(void)
+{
+	uint32_t cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
+
+	if (!threshold_on || req_prod - cons >= rs->req_call_threshold)
+		kick();
+}
+
+static void submit(uint32_t n)
+{
+	uint32_t cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
+	uint32_t i;
+
+	/* all n are generated: the seed's stream must not depend on timing */
+	for (i = 0; i < n; i++) {
+		uint32_t slot = req_prod & (req_entries - 1);
+		struct pvscsi_req_desc *d = (void *)((uint8_t *)page(P_REQ) +
+						     (size_t)slot * sizeof(*d));
+		struct pvscsi_req_desc local;
+		struct ctxinfo *ci;
+
+		gen_desc(&local, slot);
+		if (req_prod - cons >= req_entries)
+			continue;	/* ring full: dropped */
+		if (local.flags & PVSCSI_FLAG_CMD_WITH_SG_LIST)
+			memcpy(page(P_SG + slot), sg_next, PG);
+		memcpy(d, &local, sizeof(local));
+		if (local.context) {
+			ci = ctx_info(next_ctx);
+			ci->state = ST_OUT;
+			ci->target = local.target;
+			ci->sense_len = local.sense_len > 255 ? 255 : local.sense_len;
+			ci->data_len = local.data_len > VPS_MAX_DATA ? VPS_MAX_DATA :
+				(uint32_t)local.data_len;
+			next_ctx++;
+			outstanding++;
+		} else {
+			zero_pending++;
+		}
+		st.descriptors++;
+		req_prod++;
+		/* publish one by one, or as a batch (a producer jump) */
+		if (rnd(2))
+			__atomic_store_n(&rs->req_prod_idx, req_prod, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&rs->req_prod_idx, req_prod, __ATOMIC_RELEASE);
+	op("%s %u (prod %u)", __func__, n, req_prod);
+	kick_by_rule();
+}
+
+/* ---- control operations ------------------------------------------------- */
+
+static void expect(int ret, const char *what, int ok1, int ok2)
+{
+	if (ret && errno != ok1 && errno != ok2)
+		fail("%s: %s", what, strerror(errno));
+}
+
+static void adapter_reset(void)
+{
+	struct vps_reset r = { VPS_RESET_ADAPTER, 0, 0, 0 };
+
+	op("adapter reset");
+	if (ioctl(vfd, VPS_RESET, &r))
+		fail("adapter reset: %s", strerror(errno));
+	/* completions posted while the reset waited for the backing I/O */
+	hold_cmp = 0;
+	if (rings_up)
+		harvest();
+	forget_all();
+	st.resets++;
+	new_epoch_rings();
+}
+
+static void one_op(void)
+{
+	uint32_t k = rnd(1000);
+	int e;
+
+	if (k < 550) {
+		if (rings_up)
+			submit(1 + rnd(chance(80) ? 16 : 64));
+	} else if (k < 680) {
+		harvest();
+	} else if (k < 720) {
+		struct vps_abort a = { 0, 0, 0 };
+		uint64_t back = rnd(40);
+
+		a.context = next_ctx > back + 1 ? next_ctx - 1 - back : 1;
+		a.target = chance(90) && a.context < next_ctx ?
+			ctx_info(a.context)->target : rnd(4);
+		op("abort %llu/%u", (unsigned long long)a.context, a.target);
+		e = ioctl(vfd, VPS_ABORT, &a);
+		expect(e, "abort", ENOENT, 0);
+		if (!e) {
+			st.aborts_ok++;
+			if (ctx_info(a.context)->state != ST_OUT)
+				fail("abort of context %llu succeeded, not outstanding (state %u)",
+				     (unsigned long long)a.context,
+				     ctx_info(a.context)->state);
+		}
+	} else if (k < 745) {
+		struct vps_reset r = { VPS_RESET_DEVICE, rnd(5), rnd(3), 0 };
+
+		if (chance(40))
+			r.kind = VPS_RESET_BUS;
+		if (chance(3))
+			r.target = VPS_MAX_TARGETS + rnd(10);
+		op("reset kind %u %u/%u", r.kind, r.target, r.lun);
+		e = ioctl(vfd, VPS_RESET, &r);
+		if (r.target >= VPS_MAX_TARGETS && r.kind == VPS_RESET_DEVICE)
+			e = e && errno == EINVAL ? 0 : (errno = EPROTO, -1);
+		expect(e, "device/bus reset", 0, 0);
+		st.resets++;
+	} else if (k < 752) {
+		adapter_reset();
+	} else if (k < 772) {
+		uint32_t t = rnd(3), l = t == 2 ? 0 : rnd(2);
+		struct vps_lun_addr a = { t, l };
+
+		if (attached[t][l]) {
+			op("detach %u/%u", t, l);
+			e = ioctl(vfd, VPS_DETACH_LUN, &a);
+			expect(e, "detach", 0, 0);
+			attached[t][l] = 0;
+			st.detaches++;
+		} else {
+			op("attach %u/%u", t, l);
+			e = attach(t, l);
+			expect(e, "attach", 0, 0);
+			attached[t][l] = !e;
+		}
+	} else if (k < 775) {
+		close_adapter(1);
+		open_adapter();
+	} else if (k < 785) {
+		if (!rings_up)
+			return;
+		switch (rnd(5)) {
+		case 0:	/* producer more than a ring ahead: the adapter stops */
+			op("chaos: req prod +%u", req_entries + 1);
+			rs->req_prod_idx = req_prod + req_entries + 1 + rnd(1u << 30);
+			kick();
+			broken = 1;
+			st.breaks++;
+			break;
+		case 1:	/* producer behind the consumer: same */
+			op("chaos: req prod behind");
+			rs->req_prod_idx = rs->req_cons_idx - 1 - rnd(1000);
+			kick();
+			broken = 1;
+			st.breaks++;
+			break;
+		case 2:	/* completion consumer ahead of the producer */
+			op("chaos: cmp cons ahead");
+			rs->cmp_cons_idx = cmp_cons + cmp_entries + 1 + rnd(1u << 30);
+			hold_cmp = 1;	/* keep it there until the next drain */
+			broken = 1;
+			st.breaks++;
+			break;
+		case 3:
+			/*
+			 * Completion consumer moved back: the ring looks full,
+			 * or, with completions posted meanwhile, more than
+			 * full, which stops the adapter (a race: count it as
+			 * a break either way).
+			 */
+			op("chaos: cmp cons behind");
+			rs->cmp_cons_idx = cmp_cons - 1 - rnd(cmp_entries);
+			hold_cmp = 1;
+			broken = 1;
+			st.breaks++;
+			break;
+		default: /* garbage in the threshold the device reads */
+			op("chaos: threshold");
+			rs->req_call_threshold = (uint32_t)rnd64();
+			kick();	/* the device rewrites it when it runs */
+			break;
+		}
+	} else if (k < 790) {
+		if (chance(60)) {
+			op("mem table: same");
+			expect(set_mem(RAM_SIZE), "same mem table", 0, 0);
+		} else {
+			/* the rings fall outside the table: the adapter stops */
+			op("mem table: without the rings");
+			expect(set_mem(P_RS * PG), "small mem table", 0, 0);
+			broken = 1;
+			st.breaks++;
+			expect(set_mem(RAM_SIZE), "mem table back", 0, 0);
+		}
+	} else if (k < 810) {
+		uint32_t on = rnd(10) ? rnd(2) : 2 + rnd(5);
+
+		op("threshold %u", on);
+		e = ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on);
+		if (on > 1)
+			e = e && errno == EINVAL ? 0 : (errno = EPROTO, -1);
+		else if (!e)
+			threshold_on = on;
+		expect(e, "threshold", rings_up ? 0 : EINVAL, 0);
+	} else if (k < 820) {
+		/* SETUP_RINGS again, without a reset, once idle */
+		harvest();
+		if (outstanding || zero_pending || broken || hold_cmp) {
+			uint32_t a, b, c;
+
+			draw_sizes(&a, &b, &c);
+			return;
+		}
+		op("setup rings again, idle");
+		forget_all();
+		new_epoch_rings();
+	} else if (k < 845) {
+		op("hold completions");
+		hold_cmp = 1;
+	} else if (k < 880) {
+		op("drain");
+		if (broken)
+			adapter_reset();	/* nothing would come */
+		else
+			drain(30000);
+	} else {
+		harvest();
+		if (rings_up && !broken)
+			kick_by_rule();
+	}
+}
+
+static int print_usage(void)
+{
+	fprintf(stderr, "usage: %s [--seed N] [--iterations M] [--seconds S]\n", "vps_fuzz");
+	fprintf(stderr, "       [--descriptors D] DISK FILE RO_DISK\n");
+	return 2;
+}
+
+static uint64_t blocks_of(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	off_t end;
+
+	if (fd < 0)
+		die(path);
+	end = lseek(fd, 0, SEEK_END);
+	close(fd);
+	return end / 512;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = 0, iterations = 100000, descriptors = 0;
+	double seconds = 0;
+	uint64_t t0;
+	char g[256];
+	int i, n = 0, gz;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+			iterations = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--descriptors") && i + 1 < argc)
+			descriptors = strtoull(argv[++i], NULL, 0);
+		else if (argv[i][0] == '-')
+			return print_usage();
+		else if (n < 3)
+			paths[n++] = argv[i];
+		else
+			return print_usage();
+	}
+	if (n != 3)
+		return print_usage();
+	if (!seed) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		seed = (uint64_t)t.tv_sec * 1000003u ^ t.tv_nsec ^ getpid();
+	}
+	printf("# seed %llu (replay: vps_fuzz --seed %llu --iterations %llu ...)\n",
+	       (unsigned long long)seed, (unsigned long long)seed,
+	       (unsigned long long)iterations);
+	fflush(stdout);
+	rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (i = 0; i < 3; i++)
+		disk_blocks[i] = blocks_of(paths[i]);
+	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (ram == MAP_FAILED)
+		die("mmap");
+	rs = page(P_RS);
+	ctx_info(1);
+
+	t0 = now_ms();
+	open_adapter();
+	for (iter = 0; iter < iterations && !failed; iter++) {
+		if (seconds > 0 && now_ms() - t0 > seconds * 1000)
+			break;
+		if (descriptors && st.descriptors >= descriptors)
+			break;
+		one_op();
+		if (iter % 100000 == 99999) {
+			printf("# %llu iterations, %llu descriptors, %llu completions\n",
+			       (unsigned long long)iter + 1,
+			       (unsigned long long)st.descriptors,
+			       (unsigned long long)st.completions);
+			fflush(stdout);
+		}
+	}
+	st.iterations = iter;
+	if (!failed && !broken) {
+		op("final drain");
+		drain(30000);
+	}
+	close_adapter(0);
+	gz = gauges_zero(g, sizeof(g));
+	printf("# seed %llu: %llu iterations, %llu descriptors, %llu completions,",
+	       (unsigned long long)seed, (unsigned long long)st.iterations,
+	       (unsigned long long)st.descriptors,
+	       (unsigned long long)st.completions);
+	printf(" %llu epochs, %llu ring breaks, %llu closes, %llu resets,",
+	       (unsigned long long)st.epochs, (unsigned long long)st.breaks,
+	       (unsigned long long)st.closes, (unsigned long long)st.resets);
+	printf(" %llu aborts hit, %llu detaches, %llu drains, %.1f s\n",
+	       (unsigned long long)st.aborts_ok, (unsigned long long)st.detaches,
+	       (unsigned long long)st.drains, (now_ms() - t0) / 1000.0);
+	if (failed)
+		printf("not ok 1 - fuzz # seed %llu: %d violation(s), first above\n",
+		       (unsigned long long)seed, failed);
+	else
+		printf("ok 1 - fuzz\n");
+	if (gz)
+		printf("ok 2 - gauges-zero\n");
+	else
+		printf("not ok 2 - gauges-zero # %s\n", g);
+	printf("1..2\n");
+	return failed || !gz;
+}
