@@ -9,6 +9,12 @@
  *   vps_test check DISK RO_DISK    every command, integrity, hostile input
  *                                  (TAP; DISK is overwritten)
  *   vps_test close-inflight DISK   close the fd with I/O in flight
+ *   vps_test faults DISK LBA read|write ON OFF
+ *                                  backing errors: LBA fails (reads or
+ *                                  writes) between shell commands ON and
+ *                                  OFF; MEDIUM ERROR then clean data (TAP)
+ *   vps_test detach-inflight DISK  detach a LUN with I/O in flight: each
+ *                                  command completes exactly once (TAP)
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
  */
 #define _GNU_SOURCE
@@ -1241,6 +1247,194 @@ static int do_close_inflight(const char *disk)
 	return 0;
 }
 
+/* ---- injected backing faults ------------------------------------------- */
+
+#define FAULT_SPAN	2048		/* blocks written and checked */
+#define FAULT_CHUNK	64
+
+static int shell(const char *cmd)
+{
+	int rc = system(cmd);
+
+	printf("# %s: %d\n", cmd, rc);
+	return rc;
+}
+
+/* n commands of nblk blocks at lba (each its own buffer), kicked at once */
+static uint32_t burst(int write, uint64_t lba, uint32_t nblk, uint32_t n,
+		      struct result *res, uint32_t *dup)
+{
+	static uint8_t seen[256];
+	uint64_t base = next_ctx;
+	uint32_t i, got;
+
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < n; i++) {
+		struct cmd c = rw16(write, lba, nblk, data() + (16u << 20) +
+				    (size_t)i * nblk * 512, 512);
+
+		put_req(&c, next_ctx++, i % 64);
+	}
+	kick();
+	got = get_cmps(res, n, 20000);
+	*dup = 0;
+	for (i = 0; i < got; i++) {
+		uint64_t k = res[i].context - base;
+
+		if (k >= n || seen[k]++)
+			(*dup)++;
+	}
+	return got;
+}
+
+static int verify_span(uint32_t seed)
+{
+	uint8_t *w = data(), *rd = data() + (4u << 20);
+	uint32_t bad = 0;
+	struct result r;
+	uint64_t lba;
+
+	for (lba = 0; lba < FAULT_SPAN; lba += FAULT_CHUNK) {
+		struct cmd c = rw16(0, lba, FAULT_CHUNK, rd, 512);
+
+		pattern(w, lba, FAULT_CHUNK, seed);
+		if (run(&c, &r) || !good(&r) || memcmp(w, rd, FAULT_CHUNK * 512))
+			bad++;
+	}
+	return bad;
+}
+
+static int write_span(uint32_t seed)
+{
+	uint8_t *w = data();
+	uint32_t bad = 0;
+	struct result r;
+	uint64_t lba;
+
+	for (lba = 0; lba < FAULT_SPAN; lba += FAULT_CHUNK) {
+		struct cmd c = rw16(1, lba, FAULT_CHUNK, w, 512);
+
+		pattern(w, lba, FAULT_CHUNK, seed);
+		if (run(&c, &r) || !good(&r))
+			bad++;
+	}
+	return bad;
+}
+
+static int do_faults(const char *disk, uint64_t bad_lba, int wr,
+		     const char *on, const char *off)
+{
+	static struct result res[64];
+	uint64_t chunk = bad_lba / FAULT_CHUNK * FAULT_CHUNK;
+	uint64_t clean = (chunk + FAULT_SPAN / 2) % FAULT_SPAN;
+	uint32_t i, got, dup, nok;
+	struct vps_stats s0, s1;
+	struct result r;
+	uint8_t *w, *rd;
+	struct cmd c;
+	int e;
+
+	open_ram();
+	w = data();
+	rd = data() + (4u << 20);
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
+	tap(!write_span(1) && !verify_span(1), "clean-write-verify", "errors");
+	tap(!shell(on), "fault-on", "%s", on);
+	s0 = stats();
+	c = rw16(wr, chunk, FAULT_CHUNK, wr ? w : rd, 512);
+	e = run(&c, &r);
+	tap(!e && sense_is(&r, 3, wr ? 0x0c : 0x11, 0) && r.data_len == 0,
+	    wr ? "write-medium-error" : "read-medium-error",
+	    "e %d host 0x%x scsi 0x%x key 0x%x asc 0x%x", e, r.host, r.scsi,
+	    r.sense[2], r.sense[12]);
+	/* the rest of the LUN is unaffected */
+	pattern(w, clean, FAULT_CHUNK, 1);
+	c = rw16(0, clean, FAULT_CHUNK, rd, 512);
+	e = run(&c, &r);
+	tap(!e && good(&r) && !memcmp(w, rd, FAULT_CHUNK * 512), "clean-lba-unaffected",
+	    "e %d host 0x%x scsi 0x%x", e, r.host, r.scsi);
+	/* many at once: each completes once, each with the error */
+	got = burst(wr, chunk, FAULT_CHUNK, 32, res, &dup);
+	for (i = 0, nok = 0; i < got; i++)
+		if (!(res[i].host == BTSTAT_SUCCESS && res[i].scsi == 2 &&
+		      res[i].sense_len >= 14))
+			nok++;
+	tap(got == 32 && !dup && !nok, "burst-errors-once",
+	    "got %u/32 dup %u not-medium-error %u", got, dup, nok);
+	s1 = stats();
+	tap(s1.errors_backing >= s0.errors_backing + 33, "errors-backing-counted",
+	    "%llu -> %llu", (unsigned long long)s0.errors_backing,
+	    (unsigned long long)s1.errors_backing);
+	tap(!shell(off), "fault-off", "%s", off);
+	/* the fault cleared: the old data (failed writes changed nothing) */
+	tap(!verify_span(1), "data-intact-after-fault", "mismatches");
+	tap(!write_span(2) && !verify_span(2), "write-verify-after-fault", "errors");
+	tap(stats().in_flight == 0, "nothing-in-flight", "in flight");
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/* detach the LUN while its I/O is in flight (a slow backing helps) */
+static int do_detach_inflight(const char *disk)
+{
+	static struct result res[64];
+	struct vps_stats s;
+	uint32_t got, dup, i, nok = 0;
+	struct result r;
+	struct cmd c;
+	int e;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0), "attach",
+	    "%s", strerror(errno));
+	for (i = 0; i < 48; i++) {
+		struct cmd w = rw16(i & 1, (i * 64) % (disk_blocks - 64), 64,
+				    data() + (size_t)i * 32768, 512);
+
+		put_req(&w, next_ctx++, i % 64);
+	}
+	kick();
+	usleep(20000);
+	s = stats();
+	e = detach(0, 0);
+	tap(!e, "detach-with-io-in-flight", "%s (in flight %llu)", strerror(errno),
+	    (unsigned long long)s.in_flight);
+	printf("# in flight at detach: %llu\n", (unsigned long long)s.in_flight);
+	got = get_cmps(res, 48, 20000);
+	{
+		static uint8_t seen[64];
+		uint64_t base = next_ctx - 48;
+
+		dup = 0;
+		for (i = 0; i < got; i++) {
+			uint64_t k = res[i].context - base;
+
+			if (k >= 48 || seen[k]++)
+				dup++;
+			if (!good(&res[i]))
+				nok++;
+		}
+	}
+	tap(got == 48 && !dup && !nok, "inflight-complete-once-after-detach",
+	    "got %u/48 dup %u not good %u", got, dup, nok);
+	tap(get_cmps(res, 1, 200) == 0, "no-extra-completions", "an extra completion");
+	c = cmd_in((uint8_t[]){ 0x00, 0, 0, 0, 0, 0 }, 6, 0);
+	c.flags = PVSCSI_FLAG_CMD_DIR_NONE;
+	CHECK_SENSE("detached-lun-not-supported", c, 5, 0x25, 0);
+	c.lun = 1;
+	CHECK_GOOD("other-lun-still-there", c);
+	tap(stats().in_flight == 0, "nothing-in-flight", "in flight");
+	close_adapter();
+	(void)r;
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static double now(void)
 {
 	struct timespec t;
@@ -1306,8 +1500,15 @@ int main(int argc, char **argv)
 		return do_close_inflight(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
+	if (argc == 7 && !strcmp(argv[1], "faults"))
+		return do_faults(argv[2], strtoull(argv[3], NULL, 0),
+				 !strcmp(argv[4], "write"), argv[5], argv[6]);
+	if (argc == 3 && !strcmp(argv[1], "detach-inflight"))
+		return do_detach_inflight(argv[2]);
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
-		"       vps_test bench DISK QD SECONDS\n");
+		"       vps_test bench DISK QD SECONDS\n"
+		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
+		"       vps_test detach-inflight DISK\n");
 	return 2;
 }

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 61
+#
+# Faults beneath a LUN (device mapper over null_blk, driven by
+# tests/host/vps_test): a dm-flakey segment that fails reads, then one
+# that fails writes (table swapped in and out with dmsetup while the LUN
+# stays attached) -> MEDIUM ERROR 11/00 or 0C/00 for the bad chunk, each
+# of a burst of 32 commands completing exactly once, the rest of the LUN
+# unaffected, and once the fault is gone the old data intact and a new
+# write + verify clean.  Then a LUN over dm-delay (200 ms per I/O) is
+# detached with 48 commands in flight: each completes once, GOOD, and the
+# LUN answers LOGICAL UNIT NOT SUPPORTED afterwards.
+. "$(dirname "$0")/../lib/harness.sh"
+
+vm_modules null_blk dm_mod dm_flakey dm_delay
+vm_ours vhost_pvscsi
+vm_bins "$VPS_TOP/tests/host/vps_test" dmsetup
+vm_run host-faults <<'GUEST'
+export DM_DISABLE_UDEV=1	# no udev here: dmsetup makes /dev/mapper nodes itself
+modprobe -r null_blk
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1
+t_check load vps_load vhost_pvscsi
+S=$(cat /sys/block/nullb0/size)
+B=1024			# bad chunk: blocks 1024..1087 (512-byte sectors)
+L=64
+E=$((B + L))
+bad() { # flakey feature args: linear, a flakey segment always down, linear
+	printf '0 %s linear /dev/nullb0 0\n%s %s flakey /dev/nullb0 %s 0 1 %s\n%s %s linear /dev/nullb0 %s\n' \
+		$B $B $L $B "$1" $E $((S - E)) $E
+}
+echo "0 $S linear /dev/nullb0 0" > /tmp/linear
+bad 0 > /tmp/bad_r			# no feature: reads (and writes) fail
+bad "1 error_writes" > /tmp/bad_w	# writes fail, reads pass
+t_check dm-create dmsetup create f0 --noudevsync /tmp/linear
+t_check dm-node test -b /dev/mapper/f0
+sw='dmsetup suspend --noudevsync f0 && dmsetup load --noudevsync f0'
+t_tap reads vps_test faults /dev/mapper/f0 $B read \
+	"$sw /tmp/bad_r && dmsetup resume --noudevsync f0" \
+	"$sw /tmp/linear && dmsetup resume --noudevsync f0"
+t_tap writes vps_test faults /dev/mapper/f0 $B write \
+	"$sw /tmp/bad_w && dmsetup resume --noudevsync f0" \
+	"$sw /tmp/linear && dmsetup resume --noudevsync f0"
+t_check dm-remove dmsetup remove --noudevsync f0
+t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 --noudevsync"
+t_tap detach vps_test detach-inflight /dev/mapper/d0
+t_check dm-delay-remove dmsetup remove --noudevsync d0
+g=/sys/kernel/debug/vhost_pvscsi/gauges
+t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+t_check unload rmmod vhost_pvscsi
+vps_kmemleak_check kmemleak-after-unload
+vps_dmesg_clean dmesg-clean
+GUEST
