@@ -5,6 +5,7 @@
 #   make                 build every module against KDIR (default: Debian 6.12)
 #   make KDIR=<dir>      the same sources against other headers (e.g. 6.1)
 #   make static          sparse (C=2) on both kernels + checkpatch --strict
+#   make modules-debug   build against the debug kernel (scripts/build-debug-kernel)
 #   make check [SUITE=x] set up the machine, build, run the tests
 #   make demo            the end-to-end demo
 #
@@ -17,6 +18,7 @@ K612 := $(or $(call release,612),$(notdir $(lastword $(wildcard /usr/src/linux-h
 K61 := $(or $(call release,61),$(notdir $(lastword $(wildcard /usr/src/linux-headers-6.1.*-amd64))))
 KDIR ?= /usr/src/linux-headers-$(K612:linux-headers-%=%)
 KDIR61 := /usr/src/linux-headers-$(K61:linux-headers-%=%)
+KDIRDBG = $(VPS_CACHE)/kernels/$(call release,debug)/build
 CHECKPATCH ?= $(VPS_CACHE)/checkpatch/scripts/checkpatch.pl
 
 # our C sources: kernel code, and userspace test programs (kernel style
@@ -26,7 +28,7 @@ CSRC_ALL = $(shell find include guest-driver vhost-host sriov-helper tests \
 USRC = $(filter tests/%,$(filter-out tests/%/kmod/%,$(CSRC_ALL)))
 KSRC = $(filter-out $(USRC),$(CSRC_ALL))
 
-.PHONY: all modules modules-61 tools static check demo clean setup help
+.PHONY: all modules modules-61 modules-debug tools static check demo clean setup help
 
 all: modules tools
 
@@ -41,6 +43,14 @@ modules-61:
 		[ -f $(TOP)/.build-61/Kbuild ]
 	$(MAKE) -C $(KDIR61) M=$(TOP)/.build-61 W=1 modules
 
+# the same against the debug kernel's build tree (tests/debug)
+modules-debug:
+	rm -rf $(TOP)/.build-debug && mkdir -p $(TOP)/.build-debug
+	rsync -a --exclude=logs --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+		Kbuild include guest-driver vhost-host sriov-helper tests $(TOP)/.build-debug/ 2>/dev/null; \
+		[ -f $(TOP)/.build-debug/Kbuild ]
+	$(MAKE) -C $(KDIRDBG) M=$(TOP)/.build-debug W=1 modules
+
 tools:
 	@[ ! -f tests/Makefile ] || $(MAKE) -C tests
 
@@ -54,8 +64,10 @@ static: modules-61
 setup:
 	scripts/setup
 
+# the debug kernel is built (once; cached) unless only 612 or 61 is asked for
 check: setup
-	$(MAKE) all modules-61
+	$(if $(filter-out debug,$(KERNEL)),,scripts/build-debug-kernel)
+	$(MAKE) all modules-61 $(if $(filter-out debug,$(KERNEL)),,modules-debug)
 	tests/run $(if $(KERNEL),--kernel $(KERNEL)) $(SUITE)
 
 demo: setup
@@ -63,8 +75,8 @@ demo: setup
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
-	rm -rf $(TOP)/.build-61 tests/logs
+	rm -rf $(TOP)/.build-61 $(TOP)/.build-debug tests/logs
 	[ ! -f tests/Makefile ] || $(MAKE) -C tests clean
 
 help:
-	@sed -n '3,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'

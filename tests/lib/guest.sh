@@ -195,3 +195,42 @@ vps_report() { echo "VPS-REPORT $*" >&3; echo "report: $*"; }
 vps_cpu_busy() {
 	awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat
 }
+
+# --- kmemleak (the debug kernel) -----------------------------------------------
+# vps_kmemleak_clear: forget the suspects found so far (boot-time leaks of
+# the kernel itself); /init does it before the test script runs.
+vps_kmemleak_clear() {
+	[ -w /sys/kernel/debug/kmemleak ] && echo clear > /sys/kernel/debug/kmemleak
+	return 0
+}
+
+# vps_kmemleak_check LABEL: scan now and fail LABEL when a suspect's
+# allocation backtrace runs through one of our modules, or through a
+# module address that no longer resolves (a module unloaded since: call
+# this after rmmod to catch what the module forgot to free).  Other
+# suspects (the kernel's own) are printed, not counted.  No check at all
+# on a kernel without kmemleak.  Objects younger than 5 s are not
+# reported by kmemleak, hence the sleep.
+VPS_OUR_MODULES='vhost_pvscsi|pvscsi_mq|sriov_vfcfg'
+vps_kmemleak_check() {
+	_kl=/sys/kernel/debug/kmemleak
+	[ -w $_kl ] || return 0
+	sleep "${VPS_KMEMLEAK_AGE:-6}"
+	echo scan > $_kl
+	cat $_kl > /tmp/.kmemleak
+	echo clear > $_kl
+	awk -v ours="\\\\[($VPS_OUR_MODULES)\\\\]|^ +0xffffffff[a-f][0-9a-f]{7}\$" '
+		/^unreferenced object/ { if (b != "") { if (hit) print b; else other++ }
+					 b = $0; hit = 0; next }
+		{ b = b "\n" $0; if ($0 ~ ours) hit = 1 }
+		END { if (b != "") { if (hit) print b; else other++ }
+		      if (other) printf "(%d other suspect(s), not ours)\n", other > "/dev/stderr" }
+	' /tmp/.kmemleak > /tmp/.kmemleak.ours
+	if [ -s /tmp/.kmemleak.ours ]; then
+		echo "--- kmemleak: suspects of our modules ---"
+		cat /tmp/.kmemleak.ours
+		t_fail "$1" "kmemleak: $(grep -c '^unreferenced object' /tmp/.kmemleak.ours) object(s) leaked by our modules: $(grep -m1 -A12 backtrace /tmp/.kmemleak.ours | grep -E "$VPS_OUR_MODULES|0xffffffff" | head -2 | tr -s ' \n' ' ')"
+	else
+		t_ok "$1"
+	fi
+}

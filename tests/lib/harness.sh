@@ -22,13 +22,16 @@
 # plus one <name>/vm line that fails on a crash, a timeout, a verdict that
 # QEMU's exit code and the results channel disagree on, or a kernel BUG,
 # WARNING, KASAN/UBSAN, lockdep or kmemleak report in dmesg.  tests/run
-# turns these lines into TAP.  The kernel comes from $VPS_KERNEL (612, 61).
+# turns these lines into TAP.  The kernel comes from $VPS_KERNEL (612, 61,
+# or debug: the KASAN/lockdep/kmemleak kernel of scripts/build-debug-kernel,
+# which gets at least 2 GiB and VPS_DEBUG_SLOWDOWN (4) times the timeout).
 
 VPS_TOP=${VPS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 . "$VPS_TOP/scripts/lib.sh"
 
 VPS_LOGDIR=${VPS_LOGDIR:-$VPS_TOP/tests/logs}
-# where `make` left our .ko files: the tree itself for 6.12, .build-61 for 6.1
+# where `make` left our .ko files: the tree itself for 6.12, .build-61 for 6.1,
+# .build-debug for the debug kernel
 VPS_BUILD=${VPS_BUILD:-$VPS_TOP}
 
 # kernel-log lines that fail a test (a test may excuse some with VM_DMESG_ALLOW);
@@ -44,6 +47,7 @@ vm_reset() {
 	VM_FILES=()		# "src:dst"
 	VM_QEMU=()
 	VM_MEM=${VM_MEM_DEFAULT:-1024}
+	[ "$VM_KERNEL" = debug ] && VM_MEM=${VM_MEM_DEFAULT:-2048}
 	VM_SMP=1
 	VM_CPU=""
 	VM_ACCEL=""		# "" = probe
@@ -91,8 +95,8 @@ _vm_monitor_feed() { # dir
 
 _vm_krel() {
 	case "$VM_KERNEL" in
-	612|61) vps_krel "$VM_KERNEL" ;;
-	*) vps_die "unknown kernel '$VM_KERNEL' (612, 61)" ;;
+	612|61|debug) vps_krel "$VM_KERNEL" ;;
+	*) vps_die "unknown kernel '$VM_KERNEL' (612, 61, debug)" ;;
 	esac
 }
 
@@ -104,6 +108,7 @@ vm_kernel_image() { echo "$(_vm_kroot)/boot/vmlinuz-$(_vm_krel)"; }
 _vm_our_ko() {
 	local f d=$VPS_BUILD
 	[ "$VM_KERNEL" = 61 ] && d=$VPS_BUILD/.build-61
+	[ "$VM_KERNEL" = debug ] && d=$VPS_BUILD/.build-debug
 	f=$(find "$d" \( -path "$d/tests/logs" -o -path "$d/.build-*" \) -prune -o \
 		-name "$1.ko" -print 2>/dev/null | head -1)
 	[ -n "$f" ] || vps_die "module $1.ko not built for kernel $VM_KERNEL (run make check)"
@@ -246,6 +251,7 @@ vm_accel() {
 # print VPS-RESULT lines; returns non-zero when anything failed.
 vm_run() {
 	local name=$1 script=${2:-} dir rd accel qemu rc=0 verdict code bad m
+	local mem=$VM_MEM tmo=$VM_TIMEOUT
 	local -a cpu
 	dir="$VPS_LOGDIR/$name.$VM_KERNEL"
 	rm -rf "$dir"
@@ -259,6 +265,11 @@ vm_run() {
 	if [ -z "$script" ]; then
 		script="$dir/test.sh"
 		cat > "$script"
+	fi
+	# the debug kernel: KASAN shadow and slow checks (lockdep, kmemleak)
+	if [ "$VM_KERNEL" = debug ]; then
+		[ "$mem" -ge 2048 ] || mem=2048
+		tmo=$((tmo * ${VPS_DEBUG_SLOWDOWN:-4}))
 	fi
 	rd="$dir/initramfs.cpio"
 	vm_initramfs "$rd" "$script"
@@ -277,11 +288,11 @@ vm_run() {
 		cat 0<> "$dir/mon.out" > "$dir/monitor.log" &
 		mon_log=$!
 	fi
-	echo "$qemu -accel $accel ${cpu[*]} -m $VM_MEM -smp $VM_SMP ${VM_QEMU[*]}" > "$dir/cmdline"
+	echo "$qemu -accel $accel ${cpu[*]} -m $mem -smp $VM_SMP ${VM_QEMU[*]}" > "$dir/cmdline"
 	# ttyS0: kernel console and the script's output; ttyS1: results only
 	# shellcheck disable=SC2086
-	timeout -k 10 "$VM_TIMEOUT" "$qemu" $VPS_QEMU_FW -accel "$accel" "${cpu[@]}" \
-		-m "$VM_MEM" -smp "$VM_SMP" -nographic -nodefaults -no-reboot \
+	timeout -k 10 "$tmo" "$qemu" $VPS_QEMU_FW -accel "$accel" "${cpu[@]}" \
+		-m "$mem" -smp "$VM_SMP" -nographic -nodefaults -no-reboot \
 		-chardev file,id=con,path="$dir/console.log" -serial chardev:con \
 		-chardev file,id=res,path="$dir/results.log" -serial chardev:res \
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
@@ -311,7 +322,7 @@ vm_run() {
 	case "$code" in
 	33) [ "$verdict" = pass ] || bad="QEMU exit says pass, results say '${verdict:-nothing}'" ;;
 	35) [ "$verdict" = fail ] || bad="QEMU exit says fail, results say '${verdict:-nothing}'" ;;
-	124|137) bad="timeout after ${VM_TIMEOUT}s" ;;
+	124|137) bad="timeout after ${tmo}s" ;;
 	*) bad="QEMU exited $code (crash or panic?); $(tail -2 "$dir/qemu.log" | tr '\n' ' ')" ;;
 	esac
 	sed -n '/^VPS-DMESG-BEGIN/,/^VPS-DMESG-END/p' "$dir/results.log" > "$dir/dmesg.log"
