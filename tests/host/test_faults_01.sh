@@ -8,7 +8,8 @@
 # stays attached) -> MEDIUM ERROR 11/00 or 0C/00 for the bad chunk, each
 # of a burst of 32 commands completing exactly once, the rest of the LUN
 # unaffected, and once the fault is gone the old data intact and a new
-# write + verify clean.  Then a LUN over dm-delay (200 ms per I/O) is
+# write + verify clean.  The same with null_blk's bad blocks (configfs)
+# for reads.  Then a LUN over dm-delay (200 ms per I/O) is
 # detached with 48 commands in flight: each completes once, GOOD, and the
 # LUN answers LOGICAL UNIT NOT SUPPORTED afterwards.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -42,6 +43,18 @@ t_tap writes vps_test faults /dev/mapper/f0 $B write \
 	"$sw /tmp/bad_w && dmsetup resume --noudevsync f0" \
 	"$sw /tmp/linear && dmsetup resume --noudevsync f0"
 t_check dm-remove dmsetup remove --noudevsync f0
+# null_blk's own bad blocks: I/O to them fails with BLK_STS_IOERR
+n=/sys/kernel/config/nullb/nb1
+# configfs is a module on Debian: /init could not mount it before null_blk
+grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs configfs /sys/kernel/config
+t_check nullb-configfs sh -c "mkdir $n && echo 1 > $n/memory_backed && echo 512 > $n/size && echo 1 > $n/power"
+# configfs devices take the directory's name (older kernels: nullb<index>)
+nb=/dev/nb1
+[ -b $nb ] || nb=/dev/nullb$(cat $n/index)
+t_check nullb-node test -b "$nb"
+t_tap badblocks vps_test faults "$nb" $B read "echo +$B-$((E - 1)) > $n/badblocks" \
+	"echo -$B-$((E - 1)) > $n/badblocks"
+echo 0 > $n/power; rmdir $n
 t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 --noudevsync"
 t_tap detach vps_test detach-inflight /dev/mapper/d0
 t_check dm-delay-remove dmsetup remove --noudevsync d0
