@@ -609,6 +609,12 @@ static void pvscsi_complete_one(struct pvscsi_adapter *a,
 /*
  * Reap at most @budget completions; returns the number reaped and sets
  * *more when the device has published others.  cmp_lock held.
+ *
+ * The producer index is read again after each batch, as vmw_pvscsi does:
+ * completions the device posts while we are completing commands are
+ * taken in the same pass instead of waiting for the next interrupt.  The
+ * consumer index goes back to the device after each batch, so a device
+ * that waits for free completion slots (ours does) can go on at once.
  */
 static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 {
@@ -616,32 +622,34 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 	u32 cons = a->cmp_cons, prod, n = 0;
 	struct pvscsi_cmp_desc e;
 
-	*more = false;
-	prod = le32_to_cpu(READ_ONCE(s->cmp_prod_idx));
-	if (unlikely(prod - cons > a->cmp_entries)) {
-		/* more completions than slots: the index is garbage */
-		a->stats.bogus_completions++;
-		dev_warn_ratelimited(&a->pdev->dev,
-				     "completion producer %u vs consumer %u ignored\n",
-				     prod, cons);
-		return 0;
-	}
-	/* the descriptors are valid only once the index is seen */
-	dma_rmb();
-	while (cons != prod && n < budget) {
-		/* one copy: the device cannot change what we validated */
-		memcpy(&e, &a->cmp_ring[cons & (a->cmp_entries - 1)], sizeof(e));
-		pvscsi_complete_one(a, &e);
-		cons++;
-		n++;
-	}
-	if (n) {
+	for (;;) {
+		prod = le32_to_cpu(READ_ONCE(s->cmp_prod_idx));
+		if (unlikely(prod - cons > a->cmp_entries)) {
+			/* more completions than slots: the index is garbage */
+			a->stats.bogus_completions++;
+			dev_warn_ratelimited(&a->pdev->dev,
+					     "completion producer %u vs consumer %u ignored\n",
+					     prod, cons);
+			prod = cons;
+			break;
+		}
+		if (cons == prod || n >= budget)
+			break;
+		/* the descriptors are valid only once the index is seen */
+		dma_rmb();
+		while (cons != prod && n < budget) {
+			/* one copy: the device cannot change what we validated */
+			memcpy(&e, &a->cmp_ring[cons & (a->cmp_entries - 1)], sizeof(e));
+			pvscsi_complete_one(a, &e);
+			cons++;
+			n++;
+		}
 		/* finish reading the slots before handing them back */
 		mb();
 		a->cmp_cons = cons;
 		WRITE_ONCE(s->cmp_cons_idx, cpu_to_le32(cons));
-		a->stats.completions += n;
 	}
+	a->stats.completions += n;
 	*more = cons != prod;
 	return n;
 }
