@@ -4,7 +4,9 @@
 #
 # The ring fuzzer's bounded slice (tests/host/vps_fuzz.c): a fixed seed
 # for 10 s (the same stream every run), then a fresh seed for
-# VPS_FUZZ_SECONDS (20) seconds: random and mutated descriptors, SG lists,
+# VPS_FUZZ_SECONDS (20) seconds, then the fresh seed + 1 for 10 s with the
+# disk behind dm-delay (3 ms per I/O, so that resets, aborts, detaches and
+# closes catch backing I/O in flight): random and mutated descriptors, SG lists,
 # ring-state index writes, resets, aborts, attach/detach, memory table
 # changes and closes interleaved with I/O against null_blk, an ext4 file
 # and a read-only brd LUN.  Every completion valid and once, no hang in a
@@ -15,9 +17,9 @@
 secs=${VPS_FUZZ_SECONDS:-20}
 seed=${VPS_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "fuzz seed $seed"
-vm_modules null_blk brd ext4
+vm_modules null_blk brd ext4 dm_mod dm_delay
 vm_ours vhost_pvscsi
-vm_bins "$VPS_TOP/tests/host/vps_fuzz" mkfs.ext4
+vm_bins "$VPS_TOP/tests/host/vps_fuzz" mkfs.ext4 dmsetup
 VM_MEM=1536
 vm_run host-fuzz <<GUEST
 modprobe -r null_blk
@@ -30,6 +32,11 @@ t_check load vps_load vhost_pvscsi
 fz() { vps_fuzz "\$@" /dev/nullb0 /mnt/f/lun.img /dev/ram0; }
 t_tap seed-1 fz --seed 1 --seconds 10 --iterations 100000000
 t_tap seed-$seed fz --seed $seed --seconds $secs --iterations 100000000
+export DM_DISABLE_UDEV=1
+t_check dm-delay sh -c "echo '0 \$(cat /sys/block/nullb0/size) delay /dev/nullb0 0 3' | dmsetup create slow --noudevsync"
+t_tap slow-seed-$((seed + 1)) vps_fuzz --seed $((seed + 1)) --seconds 10 --iterations 100000000 \
+	/dev/mapper/slow /mnt/f/lun.img /dev/ram0
+t_check dm-delay-remove dmsetup remove --noudevsync slow
 g=/sys/kernel/debug/vhost_pvscsi/gauges
 t_match gauges-zero "\$(cat \$g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 \$'
 t_check unload rmmod vhost_pvscsi
