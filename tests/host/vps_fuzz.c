@@ -121,6 +121,10 @@ static struct {
 	uint64_t aborts_ok, resets, detaches, drains, stale_ok;
 } st;
 
+/* READ/WRITEs to LUNs lately submitted: the abort's favourite victims */
+static uint64_t recent_rw[64];
+static unsigned int nrecent;
+
 static int failed;
 static uint64_t iter;
 static char oplog[16][96];
@@ -764,6 +768,8 @@ static void submit(uint32_t n)
 			ci->sense_len = local.sense_len > 255 ? 255 : local.sense_len;
 			ci->data_len = local.data_len > VPS_MAX_DATA ? VPS_MAX_DATA :
 				(uint32_t)local.data_len;
+			if (local.target < 3 && (local.cdb[0] & 0x1d) == 0x08)
+				recent_rw[nrecent++ % 64] = next_ctx;
 			next_ctx++;
 			outstanding++;
 		} else {
@@ -819,6 +825,8 @@ static void one_op(void)
 		uint64_t back = rnd(40);
 
 		a.context = next_ctx > back + 1 ? next_ctx - 1 - back : 1;
+		if (chance(70) && recent_rw[back % 64])
+			a.context = recent_rw[back % 64];
 		a.target = chance(90) && a.context < next_ctx ?
 			ctx_info(a.context)->target : rnd(4);
 		op("abort %llu/%u", (unsigned long long)a.context, a.target);
@@ -952,6 +960,10 @@ static void one_op(void)
 			adapter_reset();	/* nothing would come */
 		else
 			drain(30000);
+	} else if (k < 900) {
+		/* let the worker run: requests get consumed and reach the disk */
+		op("pause");
+		usleep(200 + rnd(3000));
 	} else {
 		harvest();
 		if (rings_up && !broken)
