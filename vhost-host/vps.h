@@ -109,6 +109,7 @@ struct vps_dev {
 	bool broken;				/* guest error: stop until reset */
 	bool quiesce;				/* a reset waits: consume nothing */
 	bool backlog_wait;			/* completions wait for ring room */
+	bool need_call;				/* posted since the last call */
 	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
 	u32 req_entries_log2;
@@ -145,6 +146,7 @@ struct vps_dev {
 	wait_queue_head_t io_wait;		/* io_pending reaching 0 */
 
 	void *scratch;				/* [M] emulation buffer */
+	struct dentry *debugfs;
 	struct vps_stats stats;			/* [M] */
 };
 

@@ -374,11 +374,13 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 		return false;
 	}
 	vps_req_free(dev, req);
+	dev->need_call = true;
 	return true;
 }
 
 static void vps_call(struct vps_dev *dev)
 {
+	dev->need_call = false;
 	if (dev->call_cmpl) {
 		vps_eventfd_signal(dev->call_cmpl);
 		dev->stats.calls++;
@@ -405,6 +407,7 @@ static bool vps_drain_backlog(struct vps_dev *dev)
 			break;
 		vps_req_free(dev, req);
 		posted = true;
+		dev->need_call = true;
 	}
 	return posted;
 }
@@ -508,7 +511,12 @@ static bool vps_handle_desc(struct vps_dev *dev,
 	flags = le32_to_cpu(d->flags);
 	dir = flags & PVSCSI_FLAG_CMD_DIR_MASK;
 
-	if (!req->context || d->cdb_len == 0 ||
+	/*
+	 * The context is the guest's cookie, echoed back.  Zero is legal:
+	 * SeaBIOS's PVSCSI boot driver leaves it zero, and QEMU's and
+	 * VMware's devices accept it.
+	 */
+	if (d->cdb_len == 0 ||
 	    d->cdb_len > PVSCSI_MAX_CDB_LEN ||
 	    (flags & ~(PVSCSI_FLAG_CMD_WITH_SG_LIST | PVSCSI_FLAG_CMD_DIR_MASK)) ||
 	    (dir && !is_power_of_2(dir)) ||
@@ -662,21 +670,22 @@ static void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 /* one round; returns true when the worker should run again at once */
 static bool vps_round(struct vps_dev *dev)
 {
-	bool again = false, posted;
+	bool again = false;
 
 	mutex_lock(&dev->mutex);
-	posted = vps_drain_backlog(dev);
-	posted |= vps_process_done(dev);
+	vps_drain_backlog(dev);
+	vps_process_done(dev);
 	if (test_and_clear_bit(VPS_EV_KICK, &dev->events)) {
 		dev->stats.kicks++;
 		if (dev->rings_ok && !dev->broken && !dev->quiesce) {
 			again = vps_process_ring(dev);
 			if (again)
 				set_bit(VPS_EV_KICK, &dev->events);
-			posted |= vps_process_done(dev);
+			vps_process_done(dev);
 		}
 	}
-	if (posted)
+	/* one interrupt for everything this round posted */
+	if (dev->need_call)
 		vps_call(dev);
 	/*
 	 * The ring was left alone for want of completion slots: go on once
@@ -843,8 +852,34 @@ static void vps_drop_rings(struct vps_dev *dev)
 /* ioctls                                                                 */
 /* ---------------------------------------------------------------------- */
 
+static int vps_dev_show(struct seq_file *m, void *v)
+{
+	struct vps_dev *dev = m->private;
+	const struct vps_stats *st = &dev->stats;
+
+	mutex_lock(&dev->mutex);
+	seq_printf(m, "owner %d\nrings %d broken %d threshold %d msg %d\n",
+		   dev->owner ? task_pid_nr(dev->owner) : 0, dev->rings_ok,
+		   dev->broken, dev->req_threshold, dev->msg_ok);
+	seq_printf(m, "req_cons %u cmp_prod %u msg_prod %u in_flight %u io_pending %d\n",
+		   dev->req_cons, dev->cmp_prod, dev->msg_prod, dev->nr_inflight,
+		   atomic_read(&dev->io_pending));
+	seq_printf(m, "kicks %llu requests %llu completions %llu calls %llu\n",
+		   st->kicks, st->requests, st->completions, st->calls);
+	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
+		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
+	seq_printf(m, "aborts %llu resets %llu msgs %llu\n",
+		   st->aborts, st->resets, st->msgs);
+	mutex_unlock(&dev->mutex);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vps_dev);
+
 static int vps_set_owner(struct vps_dev *dev)
 {
+	char name[32];
+	static atomic_t seq = ATOMIC_INIT(0);
+
 	struct task_struct *task;
 	struct mm_struct *mm;
 
@@ -865,6 +900,11 @@ static int vps_set_owner(struct vps_dev *dev)
 	get_task_struct(current->group_leader);
 	dev->owner = current->group_leader;
 	wake_up_process(task);
+	/* one file per adapter: counters and ring indices for debugging */
+	snprintf(name, sizeof(name), "adapter-%d-%d", task_pid_nr(current),
+		 atomic_inc_return(&seq));
+	dev->debugfs = debugfs_create_file(name, 0400, vps_debugfs, dev,
+					   &vps_dev_fops);
 	return 0;
 }
 
@@ -1173,9 +1213,10 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		vps_drain_backlog(dev);
 		clear_bit(VPS_EV_KICK, &dev->events);
 	} else {
-		if (vps_drain_backlog(dev))
+		vps_drain_backlog(dev);
+		/* the guest reaps the reset's completions right after */
+		if (dev->need_call)
 			vps_call(dev);
-		vps_call(dev);
 		vps_kick_worker(dev);
 	}
 	return 0;
@@ -1325,6 +1366,7 @@ static int vps_release(struct inode *inode, struct file *f)
 	struct vps_req *req, *tmp;
 	u32 t, l;
 
+	debugfs_remove(dev->debugfs);
 	mutex_lock(&dev->mutex);
 	vps_kick_stop(dev);
 	/*

@@ -122,7 +122,8 @@ vps_inner_start() {
 
 # vps_inner_pid NAME: the inner QEMU's pid (for kill tests)
 vps_inner_pid() {
-	pgrep -f "path=/tmp/$1.console" | head -1
+	ps -o pid,args | grep "path=/tmp/$1.console" | grep -v grep | grep qemu-system |
+		awk '{print $1}' | head -1
 }
 
 # vps_inner_wait_console NAME REGEX SECONDS: wait for the inner console
