@@ -33,6 +33,8 @@ vps_kdir() { echo "/usr/src/linux-headers-$(vps_krel "$1")"; }
 # The QEMU we built (patched); the path is written by scripts/build-qemu.
 vps_qemu() {
 	local f="$VPS_CACHE/qemu/current"
+	# a QEMU under development (scripts/qemu-dev) can stand in for the cache
+	[ -n "${VPS_QEMU_BIN:-}" ] && { echo "$VPS_QEMU_BIN"; return; }
 	[ -r "$f" ] || vps_die "QEMU not built; run scripts/setup"
 	echo "$(cat "$f")/bin/qemu-system-x86_64"
 }

@@ -167,7 +167,7 @@ struct pvscsi_rings_state {
 	__le32 cmp_prod_idx;		/* written by the device */
 	__le32 cmp_cons_idx;		/* written by the driver */
 	__le32 cmp_num_entries_log2;	/* written by the device */
-	__le32 req_call_threshold;	/* written by the driver */
+	__le32 req_call_threshold;	/* written by the device */
 	__u8 pad[100];
 	__le32 msg_prod_idx;		/* written by the device */
 	__le32 msg_cons_idx;		/* written by the driver */

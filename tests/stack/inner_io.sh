@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh
+# Inner-guest half of tests/stack/test_stack_01.sh: runs inside a KVM guest
+# whose PVSCSI adapter is -device vhost-pvscsi.  DRV (vmw_pvscsi or
+# pvscsi_mq) is prepended by the test.  Console lines "VPS-MARK <what>"
+# ask the host VM to act (hotplug through the inner QEMU's monitor).
+if [ "$DRV" = pvscsi_mq ]; then
+	t_check load-pvscsi_mq vps_load pvscsi_mq
+fi
+vps_wait 30 test -b /dev/sda
+t_equal driver "$(cat /sys/class/scsi_host/host*/proc_name | sort -u | tr '\n' ' ')" "$DRV "
+t_match sg_inq "$(sg_inq /dev/sda 2>&1)" 'Vendor identification: VPSCSI'
+for p in 0x00 0x80 0x83 0xb0 0xb1 0xb2; do
+	t_check "vpd-$p" sg_vpd -p "$p" /dev/sda
+done
+t_match vpd-lbp "$(sg_vpd -p lbpv /dev/sda 2>&1)" 'Unmap command supported \(LBPU\): 1'
+t_match readcap "$(sg_readcap -l /dev/sda 2>&1)" 'Logical block length=512 bytes'
+v="--direct=1 --ioengine=libaio --bs=4k --verify=crc32c --verify_fatal=1 --output-format=terse --minimal"
+t_check fio-randwrite-verify fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=32M --do_verify=1 $v
+t_check fio-verify-only fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=32M --verify_only=1 $v
+
+# UNMAP: 8 MiB written then discarded reads back as zeroes; the host VM
+# checks that the backing file lost those blocks
+dd if=/dev/urandom of=/dev/sda bs=1M seek=64 count=8 oflag=direct 2>/dev/null
+echo "VPS-MARK pre-discard"
+sleep 3
+t_check blkdiscard blkdiscard -o $((64 << 20)) -l $((8 << 20)) /dev/sda
+echo "VPS-MARK post-discard"
+sleep 3
+t_equal discard-reads-zero "$(dd if=/dev/sda bs=1M skip=64 count=8 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)" 0
+
+# a LUN hot-added and removed while fio verifies on another
+fio --name=bg --filename=/dev/sda --rw=randwrite --iodepth=8 --size=16M --offset=128M \
+	--time_based --runtime=25 --do_verify=0 --direct=1 --ioengine=libaio --bs=4k > /tmp/bg.log 2>&1 &
+bg=$!
+echo "VPS-MARK hotplug-add"
+if vps_wait 40 test -b /dev/sdb; then
+	t_ok hotplug-added
+	t_check hotplug-fio fio --name=h --filename=/dev/sdb --rw=randwrite --iodepth=8 --size=8M --do_verify=1 $v
+else
+	t_fail hotplug-added "no /dev/sdb after 40 s"
+fi
+echo "VPS-MARK hotplug-del"
+if vps_wait 40 sh -c '! test -b /dev/sdb'; then t_ok hotplug-removed; else t_fail hotplug-removed "sdb still there"; fi
+wait $bg
+t_equal hotplug-bg-io "$?" 0
+
+# a host reset (ADAPTER_RESET) under load; fio must still verify
+fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M \
+	--do_verify=1 $v > /tmp/r.log 2>&1 &
+r=$!
+sleep 2
+t_check host-reset sg_reset -H /dev/sda
+wait $r
+t_equal reset-fio-verify "$?" 0
+t_check reset-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v
+
+# fio that never ends: the host VM kills this QEMU with I/O in flight
+echo "VPS-MARK io-forever"
+fio --name=k --filename=/dev/sda --rw=randrw --iodepth=32 --size=64M --offset=64M \
+	--time_based --runtime=600 --direct=1 --ioengine=libaio --bs=64k > /dev/null 2>&1 &
+sleep 3
+echo "VPS-MARK io-running"
+sleep 600

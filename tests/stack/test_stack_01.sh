@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612
+#
+# The full stack, nested: a host VM (TCG, -cpu max: SVM + nested paging)
+# loads vhost_pvscsi.ko and runs our patched QEMU, which boots a KVM guest
+# with -device vhost-pvscsi and a sparse file on ext4 as LUN 0.  Inside,
+# with (a) in-tree vmw_pvscsi and (b) our pvscsi_mq: sg_inq and the VPD
+# pages, fio verify=crc32c, blkdiscard reaching the backing file as holes,
+# a LUN hot-added and removed through the inner QEMU's monitor while fio
+# runs on another, a host reset under load; then the inner QEMU is killed
+# with I/O in flight and the host module must show nothing in flight or
+# attached and unload cleanly.
+. "$(dirname "$0")/../lib/harness.sh"
+
+work=$(mktemp -d /tmp/vps-stack-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+kernel=$(vm_kernel_image)
+for drv in vmw_pvscsi pvscsi_mq; do
+	vm_reset
+	vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard
+	if [ $drv = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
+	{ echo "DRV=$drv"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$drv.sh"
+	vm_initramfs "$work/inner-$drv.cpio" "$work/inner-$drv.sh"
+done
+
+vm_reset
+vm_nested_host
+vm_modules ext4 brd
+vm_ours vhost_pvscsi
+vm_bins mkfs.ext4
+vm_file "$kernel" /inner/vmlinuz
+vm_file "$work/inner-vmw_pvscsi.cpio" /inner/vmw_pvscsi.cpio
+vm_file "$work/inner-pvscsi_mq.cpio" /inner/pvscsi_mq.cpio
+VM_MEM=3584
+VM_TIMEOUT=900
+vm_run stack <<'GUEST'
+modprobe -r brd
+modprobe brd rd_nr=1 rd_size=1048576
+mkfs.ext4 -q /dev/ram0 && mkdir -p /mnt/b && mount /dev/ram0 /mnt/b
+t_check load vps_load vhost_pvscsi
+g=/sys/kernel/debug/vhost_pvscsi/gauges
+mon() { echo "$1" > "/tmp/mon-$2.in"; sleep 1; }
+for drv in vmw_pvscsi pvscsi_mq; do
+	rm -f /mnt/b/lun0.img /mnt/b/lun1.img
+	truncate -s 256M /mnt/b/lun0.img
+	truncate -s 64M /mnt/b/lun1.img
+	mkfifo "/tmp/mon-$drv.in" "/tmp/mon-$drv.out"
+	cat "/tmp/mon-$drv.out" > "/tmp/mon-$drv.log" &
+	VPS_INNER_MEM=768 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 600 \
+		-blockdev driver=file,node-name=d0,filename=/mnt/b/lun0.img,cache.direct=on \
+		-device vhost-pvscsi,id=hba0 \
+		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+		-chardev pipe,id=mon,path="/tmp/mon-$drv" -mon chardev=mon,mode=readline
+	# UNMAP must reach the backing file as punched holes
+	if vps_inner_wait_console "$drv" 'VPS-MARK pre-discard' 240; then
+		before=$(stat -c %b /mnt/b/lun0.img)
+		vps_inner_wait_console "$drv" 'VPS-MARK post-discard' 60
+		after=$(stat -c %b /mnt/b/lun0.img)
+		if [ $(( (before - after) * 512 )) -ge $((7 << 20)) ]; then
+			t_ok "$drv/unmap-punched-holes"
+		else
+			t_fail "$drv/unmap-punched-holes" "allocated $before -> $after blocks"
+		fi
+	fi
+	if vps_inner_wait_console "$drv" 'VPS-MARK hotplug-add' 240; then
+		mon "drive_add 0 if=none,id=d1,file=/mnt/b/lun1.img,format=raw,cache.direct=on" "$drv"
+		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1" "$drv"
+	fi
+	vps_inner_wait_console "$drv" 'VPS-MARK hotplug-del' 240 && mon "device_del hot1" "$drv"
+	if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
+		# I/O is flowing through the adapter when QEMU dies
+		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-* | head -1)
+		r0=$(awk '/^kicks/ {print $4}' "$a")
+		sleep 1
+		r1=$(awk '/^kicks/ {print $4}' "$a")
+		if [ "$r1" -gt "$r0" ]; then t_ok "$drv/io-running-at-kill"; else
+			t_fail "$drv/io-running-at-kill" "requests $r0 -> $r1"; fi
+		kill -9 "$(vps_inner_pid "$drv")"
+	else
+		t_fail "$drv/reached-kill-point" "the inner guest never started its last fio"
+	fi
+	vps_inner_wait "$drv" killed
+	sleep 1
+	t_match "$drv/gauges-zero-after-kill" "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+	cat "/tmp/mon-$drv.log" | tail -5
+done
+t_check unload rmmod vhost_pvscsi
+vps_dmesg_clean host-dmesg-clean
+GUEST
