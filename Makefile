@@ -28,7 +28,11 @@ CSRC_ALL = $(shell find include guest-driver vhost-host sriov-helper tests \
 USRC = $(filter tests/%,$(filter-out tests/%/kmod/%,$(CSRC_ALL)))
 KSRC = $(filter-out $(USRC),$(CSRC_ALL))
 
-.PHONY: all modules modules-61 modules-debug tools static check demo clean setup help
+.PHONY: all modules modules-61 modules-debug tools static check demo clean setup help \
+	dkms-src dkms-install
+
+VERSION := $(shell cat $(TOP)/VERSION)
+DKMS_SRC := /usr/src/vhost-pvscsi-$(VERSION)
 
 all: modules tools
 
@@ -77,6 +81,19 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	rm -rf $(TOP)/.build-61 $(TOP)/.build-debug tests/logs
 	[ ! -f tests/Makefile ] || $(MAKE) -C tests clean
+
+# the module sources as DKMS wants them (no tests, dkms.conf versioned)
+dkms-src:
+	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC)
+	cp -a Kbuild include guest-driver vhost-host sriov-helper $(DKMS_SRC)/
+	find $(DKMS_SRC) \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' \
+		-o -name '*.order' -o -name Module.symvers \) -delete
+	sed 's/@VERSION@/$(VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
+
+dkms-install: dkms-src
+	dkms add vhost-pvscsi/$(VERSION) || true
+	dkms build vhost-pvscsi/$(VERSION)
+	dkms install vhost-pvscsi/$(VERSION)
 
 help:
 	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'

@@ -51,7 +51,8 @@ for drv in vmw_pvscsi pvscsi_mq; do
 		-blockdev driver=file,node-name=d0,filename=/mnt/b/lun0.img,cache.direct=on \
 		-device vhost-pvscsi,id=hba0 \
 		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
-		-chardev pipe,id=mon,path="/tmp/mon-$drv" -mon chardev=mon,mode=readline
+		-chardev pipe,id=mon,path="/tmp/mon-$drv" -mon chardev=mon,mode=readline \
+		-trace vhost_pvscsi_irqfd
 	# UNMAP must reach the backing file as punched holes
 	if vps_inner_wait_console "$drv" 'VPS-MARK pre-discard' 240; then
 		before=$(stat -c %b /mnt/b/lun0.img)
@@ -81,10 +82,16 @@ for drv in vmw_pvscsi pvscsi_mq; do
 		t_fail "$drv/reached-kill-point" "the inner guest never started its last fio"
 	fi
 	vps_inner_wait "$drv" killed
+	# MSI-X completions went straight from the module to KVM
+	t_match "$drv/msix-irqfd" "$(cat "/tmp/$drv.qemu")" 'MSI-X vector 0 on irqfd'
+
 	sleep 1
 	t_match "$drv/gauges-zero-after-kill" "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 	cat "/tmp/mon-$drv.log" | tail -5
 done
 t_check unload rmmod vhost_pvscsi
+# without the module QEMU says what to do
+t_match no-module-message "$(qemu-system-x86_64 -L /usr/share/qemu -nodefaults -display none \
+	-accel tcg -device vhost-pvscsi 2>&1)" 'load vhost_pvscsi or use -device pvscsi'
 vps_dmesg_clean host-dmesg-clean
 GUEST
