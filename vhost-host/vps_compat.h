@@ -28,12 +28,19 @@ static inline void vps_eventfd_signal(struct eventfd_ctx *ctx)
 }
 
 /*
- * The worker: a kthread that adopts the owner's mm, on every kernel.
- * (vhost_task would account the worker to the owner process; see
- * Documentation/vhost-host.md for why it is not used yet.)
+ * The worker: a vhost_task (a thread of the owner process) where the
+ * kernel exports it (6.4+), a kthread that adopts the owner's mm otherwise.
  */
+#ifdef VPS_HAVE_VHOST_TASK
+#include <linux/sched/vhost_task.h>
+struct vps_worker {
+	struct vhost_task *vtsk;
+};
+#else
+#include <linux/kthread.h>
 struct vps_worker {
 	struct task_struct *task;
 };
+#endif
 
 #endif /* _VPS_COMPAT_H */

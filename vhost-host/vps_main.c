@@ -41,6 +41,8 @@ MODULE_PARM_DESC(max_outstanding,
 
 static struct kmem_cache *vps_req_cache;
 
+static void vps_worker_wake(struct vps_dev *dev);
+
 /* module-wide gauges, for the leak checks of the tests (debugfs) */
 static atomic_long_t vps_open_devs;
 static atomic_long_t vps_inflight_reqs;
@@ -420,7 +422,7 @@ static void vps_iocb_done(struct kiocb *iocb, long ret)
 
 	req->ret = ret;
 	llist_add(&req->done_node, &dev->done);
-	wake_up_process(dev->worker.task);
+	vps_worker_wake(dev);
 	/*
 	 * Last touch of dev: a waiter for io_pending == 0 checks it under the
 	 * same lock, so it cannot free dev before we drop the lock.
@@ -703,6 +705,62 @@ static bool vps_round(struct vps_dev *dev)
 	return again;
 }
 
+/* is there anything for the worker? (it is about to sleep otherwise) */
+static bool vps_worker_has_work(struct vps_dev *dev)
+{
+	return test_bit(VPS_EV_KICK, &dev->events) || !llist_empty(&dev->done);
+}
+
+#ifdef VPS_HAVE_VHOST_TASK
+/*
+ * vhost_task: the worker is a thread of the owner process, so it shares
+ * the owner's mm, is accounted to it (cgroups, limits, ps) and dies with it.
+ */
+static bool vps_worker_step(void *data)
+{
+	struct vps_dev *dev = data;
+
+	if (!vps_worker_has_work(dev)) {
+		if (!READ_ONCE(dev->backlog_wait))
+			return false;	/* vhost_task sleeps until woken */
+		schedule_timeout(1);
+	}
+	__set_current_state(TASK_RUNNING);
+	vps_round(dev);
+	return true;
+}
+
+/* the owner got SIGKILL: release() will do what is left */
+static void vps_worker_killed(void *data)
+{
+}
+
+static int vps_worker_start(struct vps_dev *dev, const char *name)
+{
+	struct vhost_task *vtsk = vhost_task_create(vps_worker_step,
+						    vps_worker_killed, dev, name);
+
+	if (IS_ERR(vtsk))
+		return PTR_ERR(vtsk);
+	dev->worker.vtsk = vtsk;
+	vhost_task_start(vtsk);
+	return 0;
+}
+
+static void vps_worker_wake(struct vps_dev *dev)
+{
+	if (dev->worker.vtsk)
+		vhost_task_wake(dev->worker.vtsk);
+}
+
+static void vps_worker_stop(struct vps_dev *dev)
+{
+	if (dev->worker.vtsk)
+		vhost_task_stop(dev->worker.vtsk);
+	dev->worker.vtsk = NULL;
+}
+#else
+/* a kthread that adopts the owner's mm to reach guest memory */
 static int vps_worker_fn(void *data)
 {
 	struct vps_dev *dev = data;
@@ -712,8 +770,7 @@ static int vps_worker_fn(void *data)
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop())
 			break;
-		if (!test_bit(VPS_EV_KICK, &dev->events) &&
-		    llist_empty(&dev->done)) {
+		if (!vps_worker_has_work(dev)) {
 			if (READ_ONCE(dev->backlog_wait))
 				schedule_timeout(1);
 			else
@@ -730,11 +787,35 @@ static int vps_worker_fn(void *data)
 	return 0;
 }
 
+static int vps_worker_start(struct vps_dev *dev, const char *name)
+{
+	struct task_struct *task = kthread_create(vps_worker_fn, dev, "%s", name);
+
+	if (IS_ERR(task))
+		return PTR_ERR(task);
+	dev->worker.task = task;
+	wake_up_process(task);
+	return 0;
+}
+
+static void vps_worker_wake(struct vps_dev *dev)
+{
+	if (dev->worker.task)
+		wake_up_process(dev->worker.task);
+}
+
+static void vps_worker_stop(struct vps_dev *dev)
+{
+	if (dev->worker.task)
+		kthread_stop(dev->worker.task);
+	dev->worker.task = NULL;
+}
+#endif
+
 static void vps_kick_worker(struct vps_dev *dev)
 {
 	set_bit(VPS_EV_KICK, &dev->events);
-	if (dev->worker.task)
-		wake_up_process(dev->worker.task);
+	vps_worker_wake(dev);
 }
 
 /* eventfd wake-up: the guest rang a doorbell (atomic context) */
@@ -880,8 +961,8 @@ static int vps_set_owner(struct vps_dev *dev)
 	char name[32];
 	static atomic_t seq = ATOMIC_INIT(0);
 
-	struct task_struct *task;
 	struct mm_struct *mm;
+	int ret;
 
 	if (dev->owner)
 		return -EBUSY;
@@ -889,17 +970,15 @@ static int vps_set_owner(struct vps_dev *dev)
 	if (!mm)
 		return -EINVAL;
 	dev->mm = mm;
-	task = kthread_create(vps_worker_fn, dev, "vhost-pvscsi-%d",
-			      task_pid_nr(current));
-	if (IS_ERR(task)) {
+	snprintf(name, sizeof(name), "vhost-pvscsi-%d", task_pid_nr(current));
+	ret = vps_worker_start(dev, name);
+	if (ret) {
 		mmput(mm);
 		dev->mm = NULL;
-		return PTR_ERR(task);
+		return ret;
 	}
-	dev->worker.task = task;
 	get_task_struct(current->group_leader);
 	dev->owner = current->group_leader;
-	wake_up_process(task);
 	/* one file per adapter: counters and ring indices for debugging */
 	snprintf(name, sizeof(name), "adapter-%d-%d", task_pid_nr(current),
 		 atomic_inc_return(&seq));
@@ -1379,10 +1458,7 @@ static int vps_release(struct inode *inode, struct file *f)
 	vps_wait_io(dev);
 	mutex_unlock(&dev->mutex);
 
-	if (dev->worker.task) {
-		kthread_stop(dev->worker.task);
-		dev->worker.task = NULL;
-	}
+	vps_worker_stop(dev);
 	/* the worker is gone; nothing else can touch dev now */
 	vps_process_done(dev);
 	list_for_each_entry_safe(req, tmp, &dev->cmp_backlog, node)
