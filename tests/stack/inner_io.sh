@@ -27,7 +27,10 @@ sleep 3
 t_check blkdiscard blkdiscard -o $((64 << 20)) -l $((8 << 20)) /dev/sda
 echo "VPS-MARK post-discard"
 sleep 3
-t_equal discard-reads-zero "$(dd if=/dev/sda bs=1M skip=64 count=8 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)" 0
+dd if=/dev/sda of=/tmp/discarded bs=1M skip=64 count=8 iflag=direct 2>/dev/null
+t_equal discard-read-size "$(wc -c < /tmp/discarded)" $((8 << 20))
+t_equal discard-reads-zero "$(tr -d '\000' < /tmp/discarded | wc -c)" 0
+rm -f /tmp/discarded
 
 # a LUN hot-added and removed while fio verifies on another
 fio --name=bg --filename=/dev/sda --rw=randwrite --iodepth=8 --size=16M --offset=128M \
@@ -36,7 +39,12 @@ bg=$!
 echo "VPS-MARK hotplug-add"
 if vps_wait 40 test -b /dev/sdb; then
 	t_ok hotplug-added
-	t_check hotplug-fio fio --name=h --filename=/dev/sdb --rw=randwrite --iodepth=8 --size=8M --do_verify=1 $v
+	# the hot-added LUN's node is read-only=on: the guest sees WP
+	t_equal hotplug-lun-read-only "$(cat /sys/block/sdb/ro)" 1
+	t_match hotplug-lun-content "$(dd if=/dev/sdb bs=4k count=1 iflag=direct 2>/dev/null | head -c 16)" '^vps-ro-lun-mark'
+	t_check hotplug-fio-read fio --name=h --filename=/dev/sdb --rw=randread --iodepth=8 --size=8M \
+		--direct=1 --ioengine=libaio --bs=4k --output-format=terse --minimal
+	t_check_fails hotplug-write-refused dd if=/dev/zero of=/dev/sdb bs=4k count=1 oflag=direct
 else
 	t_fail hotplug-added "no /dev/sdb after 40 s"
 fi

@@ -7,8 +7,9 @@
 # with -device vhost-pvscsi and a sparse file on ext4 as LUN 0.  Inside,
 # with (a) in-tree vmw_pvscsi and (b) our pvscsi_mq: sg_inq and the VPD
 # pages, fio verify=crc32c, blkdiscard reaching the backing file as holes,
-# a LUN hot-added and removed through the inner QEMU's monitor while fio
-# runs on another, a host reset under load; then the inner QEMU is killed
+# a read-only LUN hot-added (the guest sees it write-protected) and removed
+# through the inner QEMU's monitor while fio runs on another, MSI-X on a
+# KVM irqfd, a host reset under load; then the inner QEMU is killed
 # with I/O in flight and the host module must show nothing in flight or
 # attached and unload cleanly.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -45,6 +46,7 @@ for drv in vmw_pvscsi pvscsi_mq; do
 	rm -f /mnt/b/lun0.img /mnt/b/lun1.img
 	truncate -s 256M /mnt/b/lun0.img
 	truncate -s 64M /mnt/b/lun1.img
+	printf 'vps-ro-lun-mark\n' | dd of=/mnt/b/lun1.img conv=notrunc 2>/dev/null
 	mkfifo "/tmp/mon-$drv.in" "/tmp/mon-$drv.out"
 	cat "/tmp/mon-$drv.out" > "/tmp/mon-$drv.log" &
 	VPS_INNER_MEM=768 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 600 \
@@ -65,7 +67,7 @@ for drv in vmw_pvscsi pvscsi_mq; do
 		fi
 	fi
 	if vps_inner_wait_console "$drv" 'VPS-MARK hotplug-add' 240; then
-		mon "drive_add 0 if=none,id=d1,file=/mnt/b/lun1.img,format=raw,cache.direct=on" "$drv"
+		mon "drive_add 0 if=none,id=d1,file=/mnt/b/lun1.img,format=raw,cache.direct=on,read-only=on" "$drv"
 		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1" "$drv"
 	fi
 	vps_inner_wait_console "$drv" 'VPS-MARK hotplug-del' 240 && mon "device_del hot1" "$drv"
