@@ -19,10 +19,9 @@
  * What every run checks (TAP at the end, details on the first violation):
  *  - every completion has a valid host and SCSI status, a data length no
  *    larger than asked, sense no longer than asked, and the context of a
- *    request that is outstanding (or 0 for a context-0 request, which must
- *    fail with BTSTAT_INVPARAM, or BTSTAT_BUSRESET when a reset caught it
- *    waiting for completion ring room): nothing completes twice, nothing unknown
- *    or stale (from before an adapter reset or a close) completes;
+ *    request that is outstanding (or 0 for a context-0 request: zero is a
+ *    legal cookie): nothing completes twice, nothing unknown or stale
+ *    (from before an adapter reset or a close) completes;
  *  - in an epoch (the rings between two setups) in which the fuzzer broke
  *    no rule of the ring protocol, every request completes: no hang;
  *  - the ioctls answer 0 or their documented errors only; an abort that
