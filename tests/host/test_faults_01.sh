@@ -11,7 +11,9 @@
 # write + verify clean.  The same with null_blk's bad blocks (configfs)
 # for reads.  Then a LUN over dm-delay (200 ms per I/O) is
 # detached with 48 commands in flight: each completes once, GOOD, and the
-# LUN answers LOGICAL UNIT NOT SUPPORTED afterwards.
+# LUN answers LOGICAL UNIT NOT SUPPORTED afterwards; over the same slow
+# LUN, the per-LUN cap on commands in flight (a LUN override, then the
+# max_outstanding module parameter) answers the excess TASK SET FULL.
 . "$(dirname "$0")/../lib/harness.sh"
 
 vm_modules null_blk dm_mod dm_flakey dm_delay
@@ -57,6 +59,13 @@ t_tap badblocks vps_test faults "$nb" $B read "echo +$B-$((E - 1)) > $n/badblock
 echo 0 > $n/power; rmdir $n
 t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 --noudevsync"
 t_tap detach vps_test detach-inflight /dev/mapper/d0
+# the per-LUN cap: a LUN override of 3, then the module parameter (2)
+t_tap cap-lun vps_test cap /dev/mapper/d0 3 3
+p=/sys/module/vhost_pvscsi/parameters/max_outstanding
+old=$(cat $p)
+echo 2 > $p
+t_tap cap-param vps_test cap /dev/mapper/d0 0 2
+echo "$old" > $p
 t_check dm-delay-remove dmsetup remove --noudevsync d0
 g=/sys/kernel/debug/vhost_pvscsi/gauges
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'

@@ -13,6 +13,10 @@
  *                                  backing errors: LBA fails (reads or
  *                                  writes) between shell commands ON and
  *                                  OFF; MEDIUM ERROR then clean data (TAP)
+ *   vps_test cap DISK CAP GOOD     a burst of 16 READs against a LUN
+ *                                  capped at CAP in flight (0: module
+ *                                  parameter): GOOD of them pass, the
+ *                                  rest get TASK SET FULL
  *   vps_test detach-inflight DISK  detach a LUN with I/O in flight: each
  *                                  command completes exactly once (TAP)
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
@@ -134,10 +138,12 @@ static int setup_msg(void)
 	return ioctl(vfd, VPS_SETUP_MSG_RING, &c);
 }
 
+static uint32_t attach_cap;	/* max_outstanding for the next attaches */
+
 static int attach(uint32_t target, uint32_t lun, const char *path,
 		  uint32_t flags, uint32_t bs)
 {
-	struct vps_lun l = {};
+	struct vps_lun l = { .max_outstanding = attach_cap };
 	int fd, ret;
 
 	fd = open(path, ((flags & VPS_LUN_READ_ONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
@@ -1458,6 +1464,44 @@ static int do_detach_inflight(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/*
+ * The per-LUN cap on READ/WRITE in flight: with the backing slowed down
+ * (dm-delay), a burst beyond the cap is answered TASK SET FULL at once and
+ * the rest completes GOOD.  CAP 0 takes the module parameter.
+ */
+static int do_cap(const char *disk, uint32_t cap, uint32_t want)
+{
+	static struct result res[64];
+	uint32_t i, got, good_n = 0, full = 0, other = 0, n = 16;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = size_blocks(disk);
+	attach_cap = cap;
+	tap(!attach(0, 0, disk, 0, 0), "attach-with-cap", "%s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		struct cmd c = rw16(0, i * 8, 8, data() + (size_t)i * 4096, 512);
+
+		put_req(&c, next_ctx++, i);
+	}
+	kick();
+	got = get_cmps(res, n, 20000);
+	for (i = 0; i < got; i++) {
+		if (good(&res[i]))
+			good_n++;
+		else if (res[i].host == BTSTAT_SUCCESS && res[i].scsi == 0x28)
+			full++;
+		else
+			other++;
+	}
+	tap(got == n && !other, "burst-completes", "got %u/%u other %u", got, n, other);
+	tap(good_n == want && full == n - want, "cap-enforced",
+	    "%u GOOD, %u TASK SET FULL, want %u GOOD", good_n, full, want);
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static double now(void)
 {
 	struct timespec t;
@@ -1526,12 +1570,15 @@ int main(int argc, char **argv)
 	if (argc == 7 && !strcmp(argv[1], "faults"))
 		return do_faults(argv[2], strtoull(argv[3], NULL, 0),
 				 !strcmp(argv[4], "write"), argv[5], argv[6]);
+	if (argc == 5 && !strcmp(argv[1], "cap"))
+		return do_cap(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "detach-inflight"))
 		return do_detach_inflight(argv[2]);
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
 		"       vps_test bench DISK QD SECONDS\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
-		"       vps_test detach-inflight DISK\n");
+		"       vps_test detach-inflight DISK\n"
+		"       vps_test cap DISK CAP WANT_GOOD\n");
 	return 2;
 }
