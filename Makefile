@@ -25,7 +25,7 @@ CHECKPATCH ?= $(VPS_CACHE)/checkpatch/scripts/checkpatch.pl
 # too, but with the C library's fixed-width types, as in the kernel's tools/)
 CSRC_ALL = $(shell find include guest-driver vhost-host sriov-helper tests \
 	-name '*.[ch]' ! -name '*.mod.c' ! -path '*/logs/*' 2>/dev/null | sort)
-USRC = $(filter tests/%,$(filter-out tests/%/kmod/%,$(CSRC_ALL)))
+USRC = $(filter tests/%,$(filter-out tests/harness/kmod/%,$(CSRC_ALL)))
 KSRC = $(filter-out $(USRC),$(CSRC_ALL))
 
 .PHONY: all modules modules-61 modules-debug tools static check demo clean setup help \
