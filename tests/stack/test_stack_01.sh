@@ -11,7 +11,8 @@
 # through the inner QEMU's monitor while fio runs on another, MSI-X on a
 # KVM irqfd, a host reset under load; then the inner QEMU is killed
 # with I/O in flight and the host module must show nothing in flight or
-# attached and unload cleanly.
+# attached and unload cleanly.  Then QEMU's vhostfd= and max-targets
+# properties, and its message when the module is not loaded.
 . "$(dirname "$0")/../lib/harness.sh"
 
 work=$(mktemp -d /tmp/vps-stack-XXXXXX)
@@ -91,6 +92,21 @@ for drv in vmw_pvscsi pvscsi_mq; do
 	t_match "$drv/gauges-zero-after-kill" "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 	cat "/tmp/mon-$drv.log" | tail -5
 done
+# vhostfd=: QEMU uses the descriptor it is given and opens no other
+truncate -s 16M /mnt/b/lun2.img
+exec 7<>/dev/vhost-pvscsi
+q="qemu-system-x86_64 -L /usr/share/qemu -accel kvm -cpu host -S -display none -nodefaults
+	-blockdev driver=file,node-name=d2,filename=/mnt/b/lun2.img,cache.direct=on"
+$q -device vhost-pvscsi,id=h,vhostfd=7 -device scsi-hd,bus=h.0,drive=d2,scsi-id=5 &
+qp=$!
+vps_wait 20 grep -q 'luns 1' $g
+t_match vhostfd-used "$(cat $g | tr '\n' ' ')" '^open_devices 1 requests_in_flight 0 luns 1 $'
+kill $qp; wait $qp
+exec 7>&-
+t_match vhostfd-closed "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+# max-targets bounds the LUNs QEMU accepts (and is what CONFIG answers)
+t_match max-targets "$($q -device vhost-pvscsi,id=h,max-targets=8 \
+	-device scsi-hd,bus=h.0,drive=d2,scsi-id=20 2>&1)" "beyond the adapter's 8 targets"
 t_check unload rmmod vhost_pvscsi
 # without the module QEMU says what to do
 t_match no-module-message "$(qemu-system-x86_64 -L /usr/share/qemu -nodefaults -display none \
