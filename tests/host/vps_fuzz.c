@@ -47,6 +47,7 @@
 #include <linux/vhost.h>
 
 #include "vhost_pvscsi.h"
+#include "vps_sim.h"
 
 #define GPA_BASE	0x100000000ull
 #define RAM_SIZE	(64u << 20)
@@ -284,7 +285,6 @@ static void new_epoch_rings(void)
 
 static void open_adapter(void)
 {
-	struct vps_eventfd e;
 	uint32_t t, l;
 
 	vfd = open("/dev/vhost-pvscsi", O_RDWR);
@@ -294,18 +294,7 @@ static void open_adapter(void)
 		die("SET_OWNER");
 	if (set_mem(RAM_SIZE))
 		die("SET_MEM_TABLE");
-	kick_fd = eventfd(0, EFD_NONBLOCK);
-	call_fd = eventfd(0, EFD_NONBLOCK);
-	msg_fd = eventfd(0, EFD_NONBLOCK);
-	e = (struct vps_eventfd){ 0, kick_fd };
-	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
-		die("SET_KICK_FD");
-	e = (struct vps_eventfd){ VPS_EVENT_CMPL, call_fd };
-	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-		die("SET_CALL_FD");
-	e = (struct vps_eventfd){ VPS_EVENT_MSG, msg_fd };
-	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-		die("SET_CALL_FD msg");
+	vps_sim_eventfds(vfd, &kick_fd, &call_fd, &msg_fd);
 	new_epoch_rings();
 	memset(attached, 0, sizeof(attached));
 	for (t = 0; t < 3; t++)

@@ -39,6 +39,7 @@
 #include <linux/vhost.h>
 
 #include "vhost_pvscsi.h"
+#include "vps_sim.h"
 
 #define GPA_BASE	0x100000000ull	/* guest RAM starts at 4 GiB */
 #define RAM_SIZE	(64u << 20)
@@ -175,8 +176,6 @@ static int reset(uint32_t kind, uint32_t target, uint32_t lun)
 
 static void open_adapter(void)
 {
-	struct vps_eventfd e;
-
 	vfd = open("/dev/vhost-pvscsi", O_RDWR);
 	if (vfd < 0)
 		die("/dev/vhost-pvscsi");
@@ -192,18 +191,7 @@ static void open_adapter(void)
 		die("SETUP_RINGS");
 	if (setup_msg())
 		die("SETUP_MSG_RING");
-	kick_fd = eventfd(0, EFD_NONBLOCK);
-	call_fd = eventfd(0, EFD_NONBLOCK);
-	msg_fd = eventfd(0, EFD_NONBLOCK);
-	e = (struct vps_eventfd){ 0, kick_fd };
-	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
-		die("SET_KICK_FD");
-	e = (struct vps_eventfd){ VPS_EVENT_CMPL, call_fd };
-	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-		die("SET_CALL_FD");
-	e = (struct vps_eventfd){ VPS_EVENT_MSG, msg_fd };
-	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-		die("SET_CALL_FD msg");
+	vps_sim_eventfds(vfd, &kick_fd, &call_fd, &msg_fd);
 }
 
 static void close_adapter(void)
