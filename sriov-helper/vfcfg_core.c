@@ -8,8 +8,9 @@
  * renamed, one work item applies the policy: the VF count through the PF
  * driver's sriov_configure (as sysfs sriov_numvfs does), VF attributes
  * through the PF's ndo_set_vf_* under RTNL, and a VF driver override from a
- * PCI bus notifier that runs before the new VF can probe.  Results per PF
- * and VF are in /sys/kernel/sriov_vfcfg/status.
+ * PCI bus notifier that runs before the new VF can probe.  A PF that is
+ * not PCI (netdevsim) gets the VF attributes only, on the VFs it has.
+ * Results per PF and VF are in /sys/kernel/sriov_vfcfg/status.
  *
  * Lock order: device_lock(PF) -> rtnl_lock; vfcfg_lock is a leaf taken
  * under either of them, and nothing is acquired while holding it.  The PF
@@ -97,6 +98,19 @@ static struct pci_dev *vfcfg_netdev_pci(const struct net_device *dev)
 		return NULL;
 	pdev = to_pci_dev(parent);
 	return pdev->is_physfn ? pdev : NULL;
+}
+
+/*
+ * A PF that is not a PCI device but whose bus counts its VFs (netdevsim):
+ * VF attributes go through its ndo_set_vf_* like a PCI PF's, the VF count
+ * is its bus's own business (see vfcfg_apply_nonpci()).
+ */
+static bool vfcfg_netdev_vfbus(const struct net_device *dev)
+{
+	struct device *parent = dev->dev.parent;
+
+	return parent && !dev_is_pci(parent) && parent->bus &&
+	       parent->bus->num_vf && dev->netdev_ops->ndo_get_vf_config;
 }
 
 /* the PF's net device in init_net; caller holds RTNL */
@@ -346,18 +360,104 @@ static void vfcfg_pf_forget(struct vfcfg_pf *pf)
 	mutex_unlock(&vfcfg_lock);
 }
 
+/* store one application's results; caller holds vfcfg_lock */
+static unsigned int vfcfg_store_res(struct vfcfg_pf *pf,
+				    int (*res)[VFCFG_OP_NR])
+{
+	unsigned int i, op, failed = 0;
+
+	for (i = 0; i < pf->nvf; i++) {
+		for (op = 0; op < VFCFG_OP_NR; op++) {
+			if (!vfcfg_op_wanted(&pf->vf[i], op))
+				continue;
+			pf->vf[i].res[op] = res[i][op];
+			if (res[i][op])
+				failed++;
+		}
+	}
+	return failed;
+}
+
+/*
+ * A policy without pf= whose ifname/permaddr names a non-PCI PF
+ * (netdevsim).  There is no PCI sriov_configure, and the bus's own VF
+ * count knob is a sysfs store we must not call from here: the VF count is
+ * not applied (numvfs is reported as not applicable when it differs) and
+ * the VF attributes go to the VFs that exist; the others stay "no such
+ * VF" until the next apply.  Returns false when no such PF is present.
+ */
+static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf)
+{
+	char bus[32] = "", ifname[IFNAMSIZ] = "";
+	struct net_device *dev, *found = NULL;
+	int (*res)[VFCFG_OP_NR];
+	unsigned int i, nvf, failed;
+	int cur;
+
+	res = kmalloc_array(pf->nvf ?: 1, sizeof(*res), GFP_KERNEL);
+	if (!res) {
+		vfcfg_pf_state(pf, "", "out of memory");
+		return true;
+	}
+	for (i = 0; i < pf->nvf; i++)
+		memset32((u32 *)res[i], (u32)-ENODEV, VFCFG_OP_NR);
+
+	rtnl_lock();
+	for_each_netdev(&init_net, dev) {
+		if (vfcfg_netdev_vfbus(dev) && vfcfg_netdev_matches(pf, dev)) {
+			found = dev;
+			break;
+		}
+	}
+	if (!found) {
+		rtnl_unlock();
+		kfree(res);
+		return false;
+	}
+	cur = max(dev_num_vf(found->dev.parent), 0);
+	nvf = min_t(unsigned int, pf->nvf, cur);
+	for (i = 0; i < nvf; i++) {
+		vfcfg_apply_vf(found, i, &pf->vf[i], res[i]);
+		/* its VFs are not devices of their own: nothing to bind */
+		if (pf->vf[i].keys & BIT(VFCFG_K_DRIVER))
+			res[i][VFCFG_OP_DRIVER] = -EOPNOTSUPP;
+	}
+	strscpy(ifname, found->name, sizeof(ifname));
+	strscpy(bus, dev_name(found->dev.parent), sizeof(bus));
+	rtnl_unlock();
+
+	mutex_lock(&vfcfg_lock);
+	pf->found[0] = '\0';
+	failed = vfcfg_store_res(pf, res);
+	snprintf(pf->state, sizeof(pf->state),
+		 "%s %s: %d VFs (not PCI), applied", bus, ifname, cur);
+	if (pf->numvfs >= 0 && pf->numvfs != cur)
+		scnprintf(pf->state + strlen(pf->state),
+			  sizeof(pf->state) - strlen(pf->state),
+			  ", numvfs %d not applicable", pf->numvfs);
+	if (failed)
+		scnprintf(pf->state + strlen(pf->state),
+			  sizeof(pf->state) - strlen(pf->state),
+			  ", %u VF settings failed", failed);
+	mutex_unlock(&vfcfg_lock);
+	kfree(res);
+	return true;
+}
+
 static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 {
 	char why[VFCFG_ERR_LEN] = "", ifname[IFNAMSIZ] = "";
 	struct net_device *dev;
 	struct pci_dev *pdev, *vf;
-	unsigned int i, nvf, failed = 0;
+	unsigned int i, nvf, failed;
 	int (*res)[VFCFG_OP_NR];
 	unsigned long *reprobe = NULL;
 	int ret, total, cur, created = 0;
 
 	pdev = vfcfg_resolve(pf);
 	if (!pdev) {
+		if (!pf->has_addr && vfcfg_apply_nonpci(pf))
+			return;
 		vfcfg_pf_state(pf, "", "not present");
 		return;
 	}
@@ -448,17 +548,7 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 	bitmap_free(reprobe);
 
 	mutex_lock(&vfcfg_lock);
-	for (i = 0; i < pf->nvf; i++) {
-		unsigned int op;
-
-		for (op = 0; op < VFCFG_OP_NR; op++) {
-			if (!vfcfg_op_wanted(&pf->vf[i], op))
-				continue;
-			pf->vf[i].res[op] = res[i][op];
-			if (res[i][op])
-				failed++;
-		}
-	}
+	failed = vfcfg_store_res(pf, res);
 	snprintf(pf->state, sizeof(pf->state), "%s%s%s: %d VFs (totalvfs %d)%s%s",
 		 pci_name(pdev), ifname[0] ? " " : "", ifname, cur, total,
 		 why[0] ? ", error: " : ", applied", why);
@@ -556,7 +646,7 @@ static int vfcfg_netdev_event(struct notifier_block *nb, unsigned long event,
 	case NETDEV_REGISTER:
 	case NETDEV_UP:
 	case NETDEV_CHANGENAME:
-		if (!vfcfg_netdev_pci(dev))
+		if (!vfcfg_netdev_pci(dev) && !vfcfg_netdev_vfbus(dev))
 			break;
 		mutex_lock(&vfcfg_lock);
 		vfcfg_kick();
