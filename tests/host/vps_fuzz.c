@@ -963,18 +963,6 @@ static int print_usage(void)
 	return 2;
 }
 
-static uint64_t blocks_of(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	off_t end;
-
-	if (fd < 0)
-		die(path);
-	end = lseek(fd, 0, SEEK_END);
-	close(fd);
-	return end / 512;
-}
-
 int main(int argc, char **argv)
 {
 	uint64_t seed = 0, iterations = 100000, descriptors = 0;
@@ -1013,7 +1001,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
 	for (i = 0; i < 3; i++)
-		disk_blocks[i] = blocks_of(paths[i]);
+		disk_blocks[i] = vps_sim_blocks(paths[i]);
 	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (ram == MAP_FAILED)

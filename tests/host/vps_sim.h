@@ -8,6 +8,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 
@@ -38,6 +41,19 @@ static inline void vps_sim_eventfds(int vfd, int *kick, int *call, int *msg)
 	e = (struct vps_eventfd){ VPS_EVENT_MSG, *msg };
 	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
 		vps_sim_die("SET_CALL_FD msg");
+}
+
+/* a disk's (or file's) size in 512-byte blocks */
+static inline uint64_t vps_sim_blocks(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	off_t end;
+
+	if (fd < 0)
+		vps_sim_die(path);
+	end = lseek(fd, 0, SEEK_END);
+	close(fd);
+	return end / 512;
 }
 
 #endif /* VPS_SIM_H */

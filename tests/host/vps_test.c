@@ -1196,23 +1196,11 @@ static int open_ram(void)
 	return 0;
 }
 
-static uint64_t size_blocks(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	off_t end;
-
-	if (fd < 0)
-		die(path);
-	end = lseek(fd, 0, SEEK_END);
-	close(fd);
-	return end / 512;
-}
-
 static int do_check(const char *disk, const char *file, const char *ro)
 {
 	open_ram();
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0) &&
 	    !attach(1, 0, file, 0, 0) && !attach(2, 0, ro, VPS_LUN_READ_ONLY, 0),
 	    "attach-luns", "%s", strerror(errno));
@@ -1248,7 +1236,7 @@ static int do_close_inflight(const char *disk)
 
 	open_ram();
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	if (attach(0, 0, disk, 0, 0))
 		die("attach");
 	for (i = 0; i < 200; i++) {
@@ -1355,7 +1343,7 @@ static int do_faults(const char *disk, uint64_t bad_lba, int wr,
 	w = data();
 	rd = data() + (4u << 20);
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
 	tap(!write_span(1) && !verify_span(1), "clean-write-verify", "errors");
 	tap(!shell(on), "fault-on", "%s", on);
@@ -1406,7 +1394,7 @@ static int do_detach_inflight(const char *disk)
 
 	open_ram();
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0), "attach",
 	    "%s", strerror(errno));
 	for (i = 0; i < 48; i++) {
@@ -1464,7 +1452,7 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 
 	open_ram();
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	attach_cap = cap;
 	tap(!attach(0, 0, disk, 0, 0), "attach-with-cap", "%s", strerror(errno));
 	for (i = 0; i < n; i++) {
@@ -1508,7 +1496,7 @@ static int do_bench(const char *disk, int qd, double seconds)
 
 	open_ram();
 	open_adapter();
-	disk_blocks = size_blocks(disk);
+	disk_blocks = vps_sim_blocks(disk);
 	if (attach(0, 0, disk, 0, 0))
 		die("attach");
 	if (qd < 1 || qd > 128)
