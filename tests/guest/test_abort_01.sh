@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # eh_abort under load: fio randwrite+verify=crc32c (4k, QD 4) runs on
 # disk A with a 2 s SCSI timeout; during its write phase the QEMU monitor

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Binding: in-tree vmw_pvscsi and pvscsi_mq both match 15ad:07c0.  With
 # vmw_pvscsi loaded first it owns the HBA; driver_override + unbind +

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Hot plug through the message ring: while fio randwrite+verify=crc32c
 # runs on disk A (target 0), the QEMU monitor adds a scsi-hd at target 5
@@ -64,7 +64,9 @@ rc=$?
 tail -2 /tmp/fio-a.out
 echo "disk A: $(wc -l < /tmp/fio-a.runs) verified fio runs"
 t_equal fio-verify-during-hotplug "$rc" 0
-t_check fio-runs test "$(wc -l < /tmp/fio-a.runs)" -ge 2
+# (fio-a-still-running showed disk A busy at each round; a KASAN kernel
+# may finish only one 16 MiB run meanwhile)
+t_check fio-runs test "$(wc -l < /tmp/fio-a.runs)" -ge 1
 t_equal msgs "$(cat $st/msgs)" 4
 t_equal no-bogus-msgs "$(cat $st/bogus_msgs)" 0
 dmesg | grep -E 'device (added|removed)'

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # pvscsi_mq against QEMU's stock -device pvscsi, two targets: probe
 # (interrupt type, CONFIG fallback to 16 targets, extension query answered

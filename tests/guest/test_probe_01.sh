@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Probe and remove: every probe error path (fail_probe=1..8, plus
 # irq_mode=1 which needs MSI-X that QEMU's pvscsi does not have) must fail

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Resets under load: while fio randwrite+verify=crc32c (4k, QD 32) runs on
 # disk A, sg_reset issues a device reset, a bus reset and a host reset

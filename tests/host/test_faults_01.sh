@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one

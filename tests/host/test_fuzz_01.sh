@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # The ring fuzzer's bounded slice (tests/host/vps_fuzz.c): a fixed seed
 # for 10 s (the same stream every run), then a fresh seed for

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # vhost_pvscsi.ko driven by tests/host/vps_test, which plays VMM and guest
 # over /dev/vhost-pvscsi.  Against a memory-backed null_blk (with discard),

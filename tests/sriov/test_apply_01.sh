@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # sriov_vfcfg.ko loaded with a policy before igb (as /etc/modprobe.d would
 # do it): when igb binds the PF, the VFs are created with the configured

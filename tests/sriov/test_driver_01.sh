@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # VF driver override.  igb is loaded and its PF is up, igbvf is loaded (it
 # would take every VF); then sriov_vfcfg is loaded with a policy that gives

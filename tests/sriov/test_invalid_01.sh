@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Every kind of bad policy is refused with its own error, and nothing is
 # half-applied: a bad policy at load time fails the module load; a bad

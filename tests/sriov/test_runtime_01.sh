@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# kernels: 612 61
+# kernels: 612 61 debug
 #
 # Run-time policy changes through /sys/module/sriov_vfcfg/parameters/policy
 # on a PF that igb already drives: a policy matched by ifname creates 2 VFs
