@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 debug
+# serial: the host VM has two vCPUs (two TCG threads)
+#
+# Guest timeouts against the host module's data path.  The host VM (612,
+# or the debug kernel: KASAN, lockdep, kmemleak) runs our QEMU with
+# -device vhost-pvscsi whose LUN is a device-mapper linear device over a
+# RAM disk.  While the KVM guest (stock 6.12; (a) in-tree vmw_pvscsi,
+# (b) our pvscsi_mq) runs a rate-limited fio randwrite with verify, the
+# host suspends the dm device for 10 s: every command issued meanwhile
+# outlives the guest's 2 s SCSI timeout, the guest's error handler sends
+# ABORT_CMD (and, when the abort does not come back in time, device/bus
+# resets, which the module completes only once the held I/O drains).  Then
+# the LUN resumes.  fio must verify clean, a verify-only pass too, the
+# guest must have run its abort handler and the module must have counted
+# aborts or resets; afterwards the module shows nothing in flight,
+# unloads, and (debug kernel) kmemleak finds nothing of it; neither
+# kernel log may carry a report.
+. "$(dirname "$0")/../lib/harness.sh"
+
+work=$(mktemp -d /tmp/vps-timeout-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+# the KVM guest runs the stock kernel, also when the host VM is the debug one
+kernel=$(VM_KERNEL=612 vm_kernel_image)
+for drv in vmw_pvscsi pvscsi_mq; do
+	vm_reset
+	VM_KERNEL=612
+	vm_bins fio
+	if [ $drv = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
+	{ echo "DRV=$drv"; cat "$(dirname "$0")/inner_timeout.sh"; } > "$work/inner-$drv.sh"
+	vm_initramfs "$work/inner-$drv.cpio" "$work/inner-$drv.sh"
+done
+
+vm_reset
+vm_nested_host
+vm_modules brd dm_mod
+vm_ours vhost_pvscsi
+vm_bins dmsetup
+vm_file "$kernel" /inner/vmlinuz
+vm_file "$work/inner-vmw_pvscsi.cpio" /inner/vmw_pvscsi.cpio
+vm_file "$work/inner-pvscsi_mq.cpio" /inner/pvscsi_mq.cpio
+VM_MEM=3584
+VM_TIMEOUT=600
+vm_run stack-timeout <<'GUEST'
+export DM_DISABLE_UDEV=1
+modprobe -r brd
+modprobe brd rd_nr=1 rd_size=131072
+t_check dm-create sh -c "echo '0 $(cat /sys/block/ram0/size) linear /dev/ram0 0' | dmsetup create vpsl --noudevsync"
+t_check load vps_load vhost_pvscsi
+g=/sys/kernel/debug/vhost_pvscsi/gauges
+for drv in vmw_pvscsi pvscsi_mq; do
+	VPS_INNER_MEM=512 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 900 \
+		-blockdev driver=host_device,node-name=d0,filename=/dev/mapper/vpsl,cache.direct=on \
+		-device vhost-pvscsi,id=hba0 \
+		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0
+	if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
+		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-* | head -1)
+		t_check "$drv/dm-suspend" dmsetup suspend --noudevsync vpsl
+		sleep 10
+		# commands are held: the module has requests in flight
+		t_match "$drv/held-in-flight" "$(grep in_flight "$a")" 'in_flight [1-9]'
+		t_check "$drv/dm-resume" dmsetup resume --noudevsync vpsl
+		vps_wait 120 sh -c "! grep -q 'in_flight [1-9]' $a" || true
+		cat "$a"
+		t_match "$drv/module-saw-eh" "$(grep '^aborts' "$a")" '^aborts ([1-9][0-9]* resets [0-9]+|[0-9]+ resets [1-9])'
+	else
+		t_fail "$drv/reached-pause" "the inner guest never started its fio"
+	fi
+	vps_inner_wait "$drv"
+	t_match "$drv/gauges-zero" "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+done
+dmsetup status vpsl
+t_check unload rmmod vhost_pvscsi
+vps_kmemleak_check kmemleak-after-unload
+t_check dm-remove dmsetup remove --noudevsync vpsl
+vps_dmesg_clean host-dmesg-clean
+GUEST
