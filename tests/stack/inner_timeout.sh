@@ -36,3 +36,12 @@ if [ "$DRV" = pvscsi_mq ]; then
 fi
 t_check after-pause-io fio --name=a --filename=/dev/sda --do_verify=1 $v --size=4M --offset=32M --iodepth=32
 vps_dmesg_clean dmesg
+
+# fio that never ends: the host VM suspends the LUN and kills this QEMU
+# with commands held in the suspended device
+echo "VPS-MARK io-forever"
+fio --name=k --filename=/dev/sda --rw=randrw --iodepth=16 --size=32M \
+	--time_based --runtime=600 --direct=1 --ioengine=libaio --bs=16k > /dev/null 2>&1 &
+sleep 2
+echo "VPS-MARK io-running-at-kill"
+sleep 600

@@ -14,9 +14,11 @@
 # resets, which the module completes only once the held I/O drains).  Then
 # the LUN resumes.  fio must verify clean, a verify-only pass too, the
 # guest must have run its abort handler and the module must have counted
-# aborts or resets; afterwards the module shows nothing in flight,
-# unloads, and (debug kernel) kmemleak finds nothing of it; neither
-# kernel log may carry a report.
+# aborts or resets.  Then the LUN is suspended again under a never-ending
+# fio and the inner QEMU is killed: the module must hold the device until
+# the held commands complete, and show nothing open or in flight once the
+# LUN resumes.  At the end it unloads, (debug kernel) kmemleak finds
+# nothing of it, and neither kernel log may carry a report.
 . "$(dirname "$0")/../lib/harness.sh"
 
 work=$(mktemp -d /tmp/vps-timeout-XXXXXX)
@@ -67,7 +69,20 @@ for drv in vmw_pvscsi pvscsi_mq; do
 	else
 		t_fail "$drv/reached-pause" "the inner guest never started its fio"
 	fi
-	vps_inner_wait "$drv"
+	# QEMU killed while the suspended LUN holds its commands: the file's
+	# release waits for them, and every one completes once the LUN resumes
+	if vps_inner_wait_console "$drv" 'VPS-MARK io-running-at-kill' 300; then
+		t_check "$drv/dm-suspend-at-kill" dmsetup suspend --noudevsync vpsl
+		kill -9 "$(vps_inner_pid "$drv")"
+		sleep 3
+		t_match "$drv/held-after-kill" "$(cat $g | tr '\n' ' ')" '^open_devices 1 requests_in_flight [1-9][0-9]* luns 1 $'
+		t_check "$drv/dm-resume-after-kill" dmsetup resume --noudevsync vpsl
+		vps_inner_wait "$drv" killed
+	else
+		t_fail "$drv/reached-kill-point" "the inner guest never started its last fio"
+		vps_inner_wait "$drv"
+	fi
+	vps_wait 30 grep -q 'open_devices 0' $g
 	t_match "$drv/gauges-zero" "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 done
 dmsetup status vpsl
