@@ -32,7 +32,9 @@ st=/sys/class/scsi_host/$h/pvscsi
 t_check disks vps_wait 20 test -n "$(vps_sd_dev "$hn:0:1:0")"
 a=/dev/$(vps_sd_dev "$hn:0:0:0")
 b=/dev/$(vps_sd_dev "$hn:0:1:0")
-common="--direct=1 --ioengine=libaio --bs=4k --iodepth=32 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=32M --output-format=terse --minimal"
+sz=32M
+vps_debug_kernel && sz=16M
+common="--direct=1 --ioengine=libaio --bs=4k --iodepth=32 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=$sz --output-format=terse --minimal"
 for kind in device bus host; do
 	fio --name=r --filename=$a --do_verify=1 $common > /tmp/fio-$kind.out 2>&1 &
 	pid=$!

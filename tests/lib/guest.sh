@@ -197,6 +197,14 @@ vps_cpu_busy() {
 	awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat
 }
 
+# vps_debug_kernel: true on the debug kernel (KASAN, lockdep, kmemleak).
+# There tests may move less data: the checks apply to every access of a
+# path, so volume adds time, not coverage.
+vps_debug_kernel() {
+	case "$(uname -r)" in *-vpsdebug) return 0 ;; esac
+	return 1
+}
+
 # --- kmemleak (the debug kernel) -----------------------------------------------
 # vps_kmemleak_clear: forget the suspects found so far (boot-time leaks of
 # the kernel itself); /init does it before the test script runs.  It also
