@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
-# cpus: 2 (the host VM has two vCPUs: one such test at a time)
+# serial: the host VM has two vCPUs (two TCG threads)
 #
 # Nested mode: a host VM under TCG (-cpu max emulates AMD SVM with nested
 # paging) loads kvm_amd and starts an inner guest under real KVM with our

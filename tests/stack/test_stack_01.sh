@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
-# cpus: 2 (the host VM has two vCPUs: one such test at a time)
+# serial: the host VM has two vCPUs (two TCG threads)
 #
 # The full stack, nested: a host VM (TCG, -cpu max: SVM + nested paging)
 # loads vhost_pvscsi.ko and runs our patched QEMU, which boots a KVM guest

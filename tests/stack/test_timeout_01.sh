@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 debug
-# cpus: 2 (the host VM has two vCPUs: one such test at a time)
+# serial: the host VM has two vCPUs (two TCG threads)
 #
 # Guest timeouts against the host module's data path.  The host VM (612,
 # or the debug kernel: KASAN, lockdep, kmemleak) runs our QEMU with
