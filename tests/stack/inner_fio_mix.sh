@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=sh
-# Inner guest of scripts/demo (and scripts/bench-stack): a short fio mix on
+# Inner guest of scripts/demo: a short fio mix on
 # the first disk behind a PVSCSI adapter.  Around each job it prints
 # "VPS-MARK start-<job>" / "VPS-MARK end-<job>" and waits a moment, so the
 # host VM can read KVM's exit counters exactly around the job, and it
