@@ -151,9 +151,11 @@ vps_inner_wait() {
 	elif [ "$_code" = 35 ] && [ "$_v" = fail ] && [ -z "$_bad" ]; then
 		t_ok "$_n/vm"	# the failing checks were relayed above
 	else
-		t_fail "$_n/vm" "inner QEMU exit $_code, verdict '${_v:-none}' $_bad $(tail -3 "/tmp/$_n.qemu" | tr '\n' ' ')"
-		echo "--- inner console ($_n) ---"
-		tail -40 "/tmp/$_n.console"
+		# t_fail sets _n: keep the inner guest's name for the console
+		_in=$_n
+		t_fail "$_in/vm" "inner QEMU exit $_code, verdict '${_v:-none}' $_bad $(tail -3 "/tmp/$_in.qemu" | tr '\n' ' ')"
+		echo "--- inner console ($_in) ---"
+		tail -40 "/tmp/$_in.console"
 	fi
 }
 
