@@ -403,8 +403,13 @@ static void pvscsi_kick_locked(struct pvscsi_adapter *a)
 		/*
 		 * The device publishes how many unconsumed requests it
 		 * tolerates before it wants a doorbell; below that it is
-		 * still polling the ring.
+		 * still polling the ring.  The device re-arms the threshold
+		 * and then re-reads req_prod_idx; we store req_prod_idx and
+		 * then read the threshold.  Without a full barrier the load
+		 * may pass the store (x86 too), both sides see the old
+		 * value, and a request sits in the ring with no doorbell.
 		 */
+		smp_mb();
 		cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
 		threshold = le32_to_cpu(READ_ONCE(a->rings_state->req_call_threshold));
 		if (a->req_prod - cons < threshold) {

@@ -26,6 +26,11 @@
 #define VPS_MAX_IOVS		(PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 16)
 /* descriptors handled per worker round before completions get a turn */
 #define VPS_WORK_WEIGHT		256
+/*
+ * After re-arming REQCALLTHRESHOLD, look at the request ring once more
+ * this much later (a guest without a full barrier can miss the re-arm).
+ */
+#define VPS_RECHECK_MS		5
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
 
@@ -73,6 +78,7 @@ struct vps_req {
 	u64 sense_addr;
 	u32 sense_len;
 	u32 target;
+	u32 lun_id;			/* single-level LUN; U32_MAX: other */
 	u32 xfer;			/* bytes moved to/from the guest */
 	u16 host_status;		/* BTSTAT_*, set once the result is known */
 	u16 scsi_status;
@@ -83,6 +89,15 @@ struct vps_req {
 	u8 sense[VPS_SENSE_LEN];
 	u32 nr_iovs;
 	struct iovec iov[VPS_MAX_IOVS];
+};
+
+/* the requests a reset or an abort covers */
+struct vps_scope {
+	bool all;			/* adapter or bus reset */
+	bool by_context;		/* abort: target + context */
+	u32 target;
+	u32 lun;			/* device reset */
+	u64 context;
 };
 
 struct vps_poll {
@@ -112,6 +127,9 @@ struct vps_dev {
 	bool need_call;				/* posted since the last call */
 	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
+	bool recheck;				/* re-armed: look once more */
+	u64 recheck_ns;				/* ... at this ktime_get_ns() */
+	u64 unkicked;				/* requests only a recheck found */
 	u32 req_entries_log2;
 	u32 cmp_entries_log2;
 	u32 req_cons;				/* our shadow of reqConsIdx */
@@ -125,6 +143,17 @@ struct vps_dev {
 	u32 msg_prod;
 	void __user *msg_pages[PVSCSI_SETUP_MSG_RING_MAX_PAGES];
 	struct pvscsi_cmd_setup_msg_ring msg_cfg;
+
+	/*
+	 * [M] While a reset or an abort consumes the request ring itself:
+	 * the descriptors it cancels (completed at once, never executed).
+	 */
+	struct {
+		bool on;
+		u16 status;			/* BTSTAT_BUSRESET / _ABORTQUEUE */
+		u32 hits;
+		struct vps_scope scope;
+	} cancel;
 
 	struct vps_poll kick;			/* [M] */
 	struct eventfd_ctx *call_cmpl;		/* [M] */

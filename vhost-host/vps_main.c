@@ -494,6 +494,15 @@ static struct vps_req *vps_req_alloc(struct vps_dev *dev)
 	return req;
 }
 
+static bool vps_scope_has(const struct vps_scope *s, const struct vps_req *req)
+{
+	if (s->all)
+		return true;
+	if (req->target != s->target)
+		return false;
+	return s->by_context ? req->context == s->context : req->lun_id == s->lun;
+}
+
 /* one descriptor, copied once; the copy is all we look at afterwards */
 static bool vps_handle_desc(struct vps_dev *dev,
 			    const struct pvscsi_req_desc *d)
@@ -510,8 +519,20 @@ static bool vps_handle_desc(struct vps_dev *dev,
 	req->sense_addr = le64_to_cpu(d->sense_addr);
 	req->sense_len = le32_to_cpu(d->sense_len);
 	req->target = d->target;
+	/* single-level LUN, peripheral addressing */
+	req->lun_id = U32_MAX;
+	if (!d->lun[0] && !d->lun[2] && !d->lun[3] && !d->lun[4] &&
+	    !d->lun[5] && !d->lun[6] && !d->lun[7] && d->lun[1] < VPS_MAX_LUNS)
+		req->lun_id = d->lun[1];
 	flags = le32_to_cpu(d->flags);
 	dir = flags & PVSCSI_FLAG_CMD_DIR_MASK;
+
+	if (dev->cancel.on && vps_scope_has(&dev->cancel.scope, req)) {
+		dev->cancel.hits++;
+		req->abort_status = dev->cancel.status;
+		vps_complete_now(dev, req);
+		return true;
+	}
 
 	/*
 	 * The context is the guest's cookie, echoed back.  Zero is legal:
@@ -559,8 +580,10 @@ void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req)
 /*
  * Consume up to VPS_WORK_WEIGHT descriptors.  Returns true when more may
  * be waiting (the caller comes back after completions had a turn).
+ * @peek: a second look, not a doorbell: an empty ring leaves the armed
+ * threshold alone.
  */
-static bool vps_process_ring(struct vps_dev *dev)
+static bool vps_process_ring(struct vps_dev *dev, bool peek)
 {
 	u32 entries = 1u << dev->req_entries_log2;
 	u32 cmp_entries = 1u << dev->cmp_entries_log2;
@@ -568,6 +591,16 @@ static bool vps_process_ring(struct vps_dev *dev)
 	bool armed = false;
 	u32 budget = VPS_WORK_WEIGHT;
 
+	if (peek) {
+		u32 prod;
+
+		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod)) {
+			vps_break(dev, "rings state unreadable");
+			return false;
+		}
+		if (prod == dev->req_cons)
+			return false;
+	}
 	/* we are polling now: ask the guest not to ring the doorbell */
 	if (dev->req_threshold)
 		vps_rs_put(&dev->rs->req_call_threshold, entries);
@@ -598,6 +631,18 @@ static bool vps_process_ring(struct vps_dev *dev)
 			/* order the threshold store before the index reload */
 			smp_mb();
 			armed = true;
+			/*
+			 * That handshake needs a full barrier in the guest
+			 * too, between its req_prod_idx store and its
+			 * threshold load.  vmw_pvscsi has none: its load
+			 * can pass its store, it reads the old threshold and
+			 * skips the doorbell while we read the old index.
+			 * Its store lands in nanoseconds, so one look a few
+			 * milliseconds later finds what both sides missed.
+			 */
+			WRITE_ONCE(dev->recheck_ns, ktime_get_ns() +
+				   VPS_RECHECK_MS * NSEC_PER_MSEC);
+			WRITE_ONCE(dev->recheck, true);
 			continue;
 		}
 		if (!budget--)
@@ -672,19 +717,33 @@ static void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 /* one round; returns true when the worker should run again at once */
 static bool vps_round(struct vps_dev *dev)
 {
-	bool again = false;
+	bool again = false, kicked, peek;
+	u32 cons;
 
 	mutex_lock(&dev->mutex);
 	vps_drain_backlog(dev);
 	vps_process_done(dev);
-	if (test_and_clear_bit(VPS_EV_KICK, &dev->events)) {
+	kicked = test_and_clear_bit(VPS_EV_KICK, &dev->events);
+	/*
+	 * Timed by the clock, not by jiffies: on a CPU that does not own the
+	 * tick, jiffies may lag by several ticks (a descheduled vCPU), and
+	 * the look must not come early.
+	 */
+	peek = !kicked && dev->recheck && ktime_get_ns() >= dev->recheck_ns;
+	if (kicked || peek)
+		WRITE_ONCE(dev->recheck, false);
+	if (kicked)
 		dev->stats.kicks++;
-		if (dev->rings_ok && !dev->broken && !dev->quiesce) {
-			again = vps_process_ring(dev);
-			if (again)
-				set_bit(VPS_EV_KICK, &dev->events);
-			vps_process_done(dev);
-		}
+	if ((kicked || peek) &&
+	    dev->rings_ok && !dev->broken && !dev->quiesce) {
+		cons = dev->req_cons;
+		again = vps_process_ring(dev, peek);
+		/* consumed, so bounded by the work weight */
+		if (peek)
+			dev->unkicked += dev->req_cons - cons;
+		if (again)
+			set_bit(VPS_EV_KICK, &dev->events);
+		vps_process_done(dev);
 	}
 	/* one interrupt for everything this round posted */
 	if (dev->need_call)
@@ -711,6 +770,24 @@ static bool vps_worker_has_work(struct vps_dev *dev)
 	return test_bit(VPS_EV_KICK, &dev->events) || !llist_empty(&dev->done);
 }
 
+/*
+ * How long the idle worker may sleep unwoken: a tick while completions
+ * wait for ring room, until a re-armed request ring is due its second
+ * look, or for good.
+ */
+static long vps_worker_timeout(struct vps_dev *dev)
+{
+	long t;
+
+	if (READ_ONCE(dev->backlog_wait))
+		return 1;
+	if (!READ_ONCE(dev->recheck))
+		return MAX_SCHEDULE_TIMEOUT;
+	t = (s64)(READ_ONCE(dev->recheck_ns) - ktime_get_ns());
+	/* an early wake-up only costs a round that does not look yet */
+	return t > 0 ? nsecs_to_jiffies(t) + 1 : 1;
+}
+
 #ifdef VPS_HAVE_VHOST_TASK
 /*
  * vhost_task: the worker is a thread of the owner process, so it shares
@@ -721,12 +798,20 @@ static bool vps_worker_step(void *data)
 	struct vps_dev *dev = data;
 
 	if (!vps_worker_has_work(dev)) {
-		if (!READ_ONCE(dev->backlog_wait))
+		long t = vps_worker_timeout(dev);
+
+		if (t == MAX_SCHEDULE_TIMEOUT)
 			return false;	/* vhost_task sleeps until woken */
-		schedule_timeout(1);
+		schedule_timeout(t);
 	}
 	__set_current_state(TASK_RUNNING);
 	vps_round(dev);
+	/*
+	 * vhost_task_fn() only schedules when we return false, and we
+	 * return true while there is work: yield here, or a busy guest
+	 * keeps this CPU from everything else on a non-preemptible kernel.
+	 */
+	cond_resched();
 	return true;
 }
 
@@ -771,11 +856,10 @@ static int vps_worker_fn(void *data)
 		if (kthread_should_stop())
 			break;
 		if (!vps_worker_has_work(dev)) {
-			if (READ_ONCE(dev->backlog_wait))
-				schedule_timeout(1);
-			else
-				schedule();
-			if (!READ_ONCE(dev->backlog_wait))
+			long t = vps_worker_timeout(dev);
+
+			schedule_timeout(t);
+			if (t == MAX_SCHEDULE_TIMEOUT)
 				continue;
 		}
 		__set_current_state(TASK_RUNNING);
@@ -896,24 +980,53 @@ static void vps_wait_io(struct vps_dev *dev)
 	vps_process_done(dev);
 }
 
-static void vps_mark_aborted(struct vps_dev *dev, u16 status, bool all,
-			     u32 target, u32 lun)
+/* the requests consumed and not yet posted that @s covers get @status */
+static u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
+			    const struct vps_scope *s)
 {
+	struct list_head *lists[] = { &dev->inflight, &dev->cmp_backlog };
 	struct vps_req *req;
+	u32 i, n = 0;
 
-	list_for_each_entry(req, &dev->inflight, node) {
-		if (!all && (req->target != target ||
-			     (lun != U32_MAX && (!req->lun || req->lun->lun != lun))))
-			continue;
-		if (!req->abort_status)
-			req->abort_status = status;
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry(req, lists[i], node) {
+			if (!vps_scope_has(s, req))
+				continue;
+			if (!req->abort_status)
+				req->abort_status = status;
+			n++;
+		}
 	}
-	list_for_each_entry(req, &dev->cmp_backlog, node) {
-		if (!all && req->target != target)
-			continue;
-		if (!req->abort_status)
-			req->abort_status = status;
-	}
+	return n;
+}
+
+/*
+ * A reset or an abort also covers what the guest posted and we have not
+ * consumed yet (a doorbell that the reset's quiesce swallowed, or one the
+ * guest skipped): consume the ring now, completing the cancelled requests
+ * unexecuted and starting the rest.  The caller posts the call.  Returns
+ * how many were cancelled.  vmw_pvscsi reaps the completion ring right
+ * after the command and from then on treats the commands as done (its
+ * error handler retries them): one consumed later would complete a
+ * retried command a second time.
+ */
+static u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
+				  const struct vps_scope *s)
+{
+	/* a bound: a failed allocation retries the same slot */
+	u32 rounds = (1u << dev->req_entries_log2) / VPS_WORK_WEIGHT + 2;
+
+	if (!dev->rings_ok || dev->broken)
+		return 0;
+	dev->cancel.on = true;
+	dev->cancel.status = status;
+	dev->cancel.scope = *s;
+	dev->cancel.hits = 0;
+	while (rounds-- && vps_process_ring(dev, false))
+		vps_process_done(dev);
+	vps_process_done(dev);
+	dev->cancel.on = false;
+	return dev->cancel.hits;
 }
 
 static void vps_drop_rings(struct vps_dev *dev)
@@ -921,6 +1034,7 @@ static void vps_drop_rings(struct vps_dev *dev)
 	dev->rings_ok = false;
 	dev->msg_ok = false;
 	dev->req_threshold = false;
+	WRITE_ONCE(dev->recheck, false);
 	dev->broken = false;
 	dev->cmp_stall = false;
 	dev->rs = NULL;
@@ -949,8 +1063,8 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
-	seq_printf(m, "aborts %llu resets %llu msgs %llu\n",
-		   st->aborts, st->resets, st->msgs);
+	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu\n",
+		   st->aborts, st->resets, st->msgs, dev->unkicked);
 	mutex_unlock(&dev->mutex);
 	return 0;
 }
@@ -1261,6 +1375,7 @@ static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
  */
 static int vps_reset(struct vps_dev *dev, void __user *argp)
 {
+	struct vps_scope s = {};
 	struct vps_reset r;
 
 	if (copy_from_user(&r, argp, sizeof(r)))
@@ -1269,19 +1384,22 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		return -EINVAL;
 	switch (r.kind) {
 	case VPS_RESET_ADAPTER:
-		vps_mark_aborted(dev, BTSTAT_BUSRESET, true, 0, 0);
-		break;
 	case VPS_RESET_BUS:
-		vps_mark_aborted(dev, BTSTAT_BUSRESET, true, 0, 0);
+		s.all = true;
 		break;
 	case VPS_RESET_DEVICE:
 		if (r.target >= VPS_MAX_TARGETS || r.lun >= VPS_MAX_LUNS)
 			return -EINVAL;
-		vps_mark_aborted(dev, BTSTAT_BUSRESET, false, r.target, r.lun);
+		s.target = r.target;
+		s.lun = r.lun;
 		break;
 	default:
 		return -EINVAL;
 	}
+	/* what an adapter reset leaves in the ring the guest fails back */
+	if (r.kind != VPS_RESET_ADAPTER)
+		vps_consume_cancelling(dev, BTSTAT_BUSRESET, &s);
+	vps_mark_aborted(dev, BTSTAT_BUSRESET, &s);
 	dev->stats.resets++;
 	dev->quiesce = true;
 	vps_wait_io(dev);
@@ -1303,28 +1421,21 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 
 static int vps_abort(struct vps_dev *dev, void __user *argp)
 {
+	struct vps_scope s = { .by_context = true };
 	struct vps_abort a;
-	struct vps_req *req;
-	bool found = false;
+	u32 found;
 
 	if (copy_from_user(&a, argp, sizeof(a)))
 		return -EFAULT;
 	if (a.reserved)
 		return -EINVAL;
-	list_for_each_entry(req, &dev->inflight, node) {
-		if (req->context == a.context && req->target == a.target) {
-			if (!req->abort_status)
-				req->abort_status = BTSTAT_ABORTQUEUE;
-			found = true;
-		}
-	}
-	list_for_each_entry(req, &dev->cmp_backlog, node) {
-		if (req->context == a.context && req->target == a.target) {
-			if (!req->abort_status)
-				req->abort_status = BTSTAT_ABORTQUEUE;
-			found = true;
-		}
-	}
+	s.target = a.target;
+	s.context = a.context;
+	/* still in the ring: it completes aborted before we return */
+	found = vps_consume_cancelling(dev, BTSTAT_ABORTQUEUE, &s);
+	if (dev->need_call)
+		vps_call(dev);
+	found += vps_mark_aborted(dev, BTSTAT_ABORTQUEUE, &s);
 	if (!found)
 		return -ENOENT;
 	/* the backing I/O cannot be cancelled: it completes as aborted */

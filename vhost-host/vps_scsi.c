@@ -676,7 +676,7 @@ void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 {
 	const u8 *cdb = d->cdb;
 	struct vps_lu *lun = NULL;
-	u32 lunid = U32_MAX;
+	u32 lunid = req->lun_id;	/* decoded by vps_handle_desc */
 
 	if (d->bus || req->target >= VPS_MAX_TARGETS ||
 	    !vps_target_present(dev, req->target)) {
@@ -684,10 +684,6 @@ void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 		vps_req_done_sync(dev, req);
 		return;
 	}
-	/* single-level LUN, peripheral addressing */
-	if (!d->lun[0] && !d->lun[2] && !d->lun[3] && !d->lun[4] &&
-	    !d->lun[5] && !d->lun[6] && !d->lun[7] && d->lun[1] < VPS_MAX_LUNS)
-		lunid = d->lun[1];
 	if (lunid != U32_MAX)
 		lun = dev->luns[req->target][lunid];
 

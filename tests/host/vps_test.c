@@ -1186,6 +1186,129 @@ static void check_threshold(void)
 	(void)r;
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * Regression (the hang after resets under load, vmw_pvscsi guests): a
+ * guest stores req_prod_idx, then loads reqCallThreshold without a full
+ * barrier in between.  Its load can pass its store: it reads the
+ * threshold the device raised while polling and skips the doorbell, while
+ * the device, having re-armed, re-reads the old index and goes idle.  We
+ * play that guest: after the device re-armed and took its last look, a
+ * request is published without a doorbell.  The device must still serve
+ * it (it looks again VPS_RECHECK_MS = 5 ms after re-arming, by the clock
+ * that CLOCK_MONOTONIC reads).  A round is conclusive when the request was
+ * published less than 4 ms after the doorbell that preceded the re-arm
+ * (so before the second look was due).
+ */
+static void check_lost_doorbell(void)
+{
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	int i, conclusive = 0, lost = 0, bad = 0;
+
+	for (i = 0; i < 400 && conclusive < 20 && !bad; i++) {
+		uint64_t a = next_ctx++, b = next_ctx++;
+		struct result r;
+		double t0, tb;
+
+		t0 = now();
+		put_req(&c, a, 0);
+		kick();
+		if (get_cmps(&r, 1, 5000) != 1 || r.context != a) {
+			bad = 1;
+			break;
+		}
+		/* the device re-arms right after posting; then its last look */
+		while (__atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE) != 1 &&
+		       now() - t0 < 1)
+			;
+		usleep(300);
+		put_req(&c, b, 1);	/* and no doorbell */
+		tb = now() - t0;
+		if (get_cmps(&r, 1, 500) == 1) {
+			bad = r.context != b;
+			conclusive += tb < 0.004;
+			continue;
+		}
+		if (tb < 0.004) {
+			lost++;
+			conclusive++;
+		}
+		/* a guest that read the re-armed threshold would ring */
+		kick();
+		if (get_cmps(&r, 1, 5000) != 1 || r.context != b)
+			bad = 1;
+	}
+	tap(!bad && !lost && conclusive >= 20, "threshold-missed-doorbell-served",
+	    "%d of %d conclusive rounds lost the request (%d rounds, bad %d)",
+	    lost, conclusive, i, bad);
+}
+
+/*
+ * Regression (a vmw_pvscsi guest's crash after device resets): requests
+ * the guest posted that the device had not consumed when RESET_DEVICE,
+ * RESET_BUS or ABORT_CMD came (the doorbell swallowed by the reset's
+ * quiesce, or skipped).  vmw_pvscsi reaps the completion ring right after
+ * the command, fails back what it did not find and reuses the contexts:
+ * each cancelled request must already have its completion there, the
+ * others run as usual, and nothing may complete later.  No doorbell is
+ * rung here at all.
+ */
+static void check_cancel_unconsumed(void)
+{
+	static const char *const names[3] = {
+		"device-reset-cancels-unconsumed", "bus-reset-cancels-unconsumed",
+		"abort-cancels-unconsumed" };
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct cmd t1 = c;
+	struct result res[8];
+
+	t1.target = 1;		/* another target: not in a device reset */
+	for (int round = 0; round < 3; round++) {
+		/* target:lun of each request, and what it must complete with */
+		const struct cmd *cmds[4] = { &c, &c, &t1, &c };
+		uint16_t want[4];
+		uint64_t base = next_ctx, calls = calls_seen;
+		int e, got, i, bad = 0;
+		uint8_t seen[4] = {};
+
+		for (i = 0; i < 4; i++) {
+			put_req(cmds[i], next_ctx++, i);
+			want[i] = round == 1 || (round == 0 && i != 2) ?
+				  BTSTAT_BUSRESET : BTSTAT_SUCCESS;
+		}
+		if (round == 2) {
+			struct vps_abort a = { base + 1, 0, 0 };
+
+			want[1] = BTSTAT_ABORTQUEUE;
+			e = ioctl(vfd, VPS_ABORT, &a);
+		} else {
+			e = reset(round == 0 ? VPS_RESET_DEVICE : VPS_RESET_BUS, 0, 0);
+		}
+		/* what is in the completion ring now, without waiting */
+		got = get_cmps(res, 4, 0);
+		for (i = 0; i < got; i++) {
+			uint64_t k = res[i].context - base;
+
+			if (k >= 4 || seen[k]++ || res[i].host != want[k])
+				bad++;
+		}
+		tap(!e && got == 4 && !bad && wait_call(calls), names[round],
+		    "e %d errno %d: %d of 4 completed at once, %d wrong", e,
+		    e ? errno : 0, got, bad);
+		kick();
+		tap(get_cmps(res, 1, 100) == 0, round == 0 ? "no-late-after-device-reset" :
+		    round == 1 ? "no-late-after-bus-reset" : "no-late-after-abort",
+		    "a cancelled request completed again");
+	}
+}
+
 static int open_ram(void)
 {
 	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
@@ -1214,6 +1337,8 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_readonly();
 	check_messages(disk);
 	check_threshold();
+	check_lost_doorbell();
+	check_cancel_unconsumed();
 	check_inflight();
 	check_small_cmp_ring();
 	check_hostile();
@@ -1476,14 +1601,6 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 	close_adapter();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 /* 4k random reads at a fixed queue depth; prints "iops N" */
