@@ -14,6 +14,8 @@ VPS_CACHE=${VPS_CACHE:-/var/cache/vhost-pvscsi}
 # so that test runs never need apt.
 VPS_K612_SUITE=bookworm-backports
 VPS_QEMU_SRC_VERSION=${VPS_QEMU_SRC_VERSION:-1:10.0.13+ds-0+deb13u1}
+# fio for the test VMs (scripts/build-fio): bookworm's version, from deb-src
+VPS_FIO_SRC_VERSION=${VPS_FIO_SRC_VERSION:-3.33-3}
 
 vps_log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 vps_die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
@@ -28,7 +30,9 @@ vps_krel() {
 # directory holding the unpacked image package (boot/ and lib/modules/)
 vps_kroot() { echo "$VPS_CACHE/kernels/$(vps_krel "$1")"; }
 
-vps_kdir() { echo "/usr/src/linux-headers-$(vps_krel "$1")"; }
+# headers and kbuild, unpacked into the cache by scripts/setup (installing
+# Debian's 6.12 headers package would pull the kernel image into /boot)
+vps_kdir() { echo "$VPS_CACHE/kernels/$(vps_krel "$1")-headers/usr/src/linux-headers-$(vps_krel "$1")"; }
 
 # The QEMU we built (patched); the path is written by scripts/build-qemu.
 vps_qemu() {

@@ -1,13 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
+# gate: 612
+# checks: 11
 # serial: the host VM has two vCPUs (two TCG threads)
 #
 # Nested mode: a host VM under TCG (-cpu max emulates AMD SVM with nested
 # paging) loads kvm_amd and starts an inner guest under real KVM with our
 # QEMU.  The inner guest checks that it runs under KVM and reports; its
-# verdict must reach this harness through the host VM.
-. "$(dirname "$0")/../lib/harness.sh"
+# verdict must reach this harness through the host VM.  Its output and
+# results must go through its virtio consoles (hvc0, hvc1: no 8250 that
+# waits for an interrupt), and its RAM must be in 2 MiB pages (guest.sh's
+# vps_inner_start says why).
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-nested-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -16,6 +21,8 @@ trap 'rm -rf "$work"' EXIT
 cat > "$work/inner.sh" <<'GUEST'
 t_match hypervisor "$(dmesg | grep -m1 'Hypervisor detected')" 'KVM'
 t_check echo sh -c 'echo inner guest alive'
+t_equal console-hvc0 "$(readlink /proc/$$/fd/1)" /dev/hvc0
+t_equal results-hvc1 "$(readlink /proc/$$/fd/3)" /dev/hvc1
 GUEST
 vm_initramfs "$work/inner.cpio" "$work/inner.sh"
 kernel=$(vm_kernel_image)
@@ -28,6 +35,10 @@ VM_TIMEOUT=600
 vm_run nested <<'GUEST'
 t_check kvm-device test -c /dev/kvm
 t_match svm "$(grep -m1 -o svm /proc/cpuinfo)" '^svm$'
-vps_inner_run inner /inner/vmlinuz /inner/initramfs.cpio 300
+vps_inner_start inner /inner/vmlinuz /inner/initramfs.cpio 300
+# its 512 MiB of RAM in 2 MiB pages (in use or reserved)
+t_check inner-ram-2m test "$(awk '/^HugePages_(Total|Rsvd):/ {n += $2} /^HugePages_Free:/ {n -= $2} END {print n}' /proc/meminfo)" -ge 256
+vps_inner_wait inner
 t_match inner-kvm "$(grep -c 'VPS-RESULT ok hypervisor' /tmp/inner.results)" '^1$'
+t_match inner-console "$(tr -d '\r' < /tmp/inner.console | grep -cx 'inner guest alive')" '^1$'
 GUEST

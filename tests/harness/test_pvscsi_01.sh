@@ -1,12 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61
+# gate: 612
+# checks: 6
 #
 # Baseline: Linux's in-tree vmw_pvscsi against QEMU's stock userspace
 # -device pvscsi.  fio randwrite with verify=crc32c (4k, QD 16, 64 MiB) then
 # a separate verify-only pass, and sg_inq.  This is the reference that our
 # driver and backend are later compared with.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 img=$(mktemp /tmp/vps-pvscsi-XXXXXX.img)
 trap 'rm -f "$img"' EXIT
