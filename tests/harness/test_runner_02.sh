@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612
+# gate: 612
+# checks: 14
+#
+# tests/run's limits, on fake tests that boot nothing:
+# - a test that reports fewer checks than its "# checks: N" line fails,
+#   and so does one that declares no count;
+# - a test past its timeout (from tests/times-style recorded seconds) is
+#   killed with every process it started, a child that made a process
+#   group of its own (as timeout(1) does for QEMU) included;
+# - when the run's --budget runs out, nothing new starts, the running test
+#   is killed, the tests not started are reported "not run", the summary
+#   line is still printed and the exit status is non-zero;
+# - --tier gate runs only the kernels of a test's "# gate:" line.
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+w=$(mktemp -d /tmp/vps-runner2-XXXXXX)
+trap 'pkill -f "vps-runner2-sleeper-$$" 2>/dev/null; rm -rf "$w"' EXIT
+mkdir -p "$w/cache"
+rel=$(realpath --relative-to="$TOP/tests" "$w")
+
+check() { # name, then a command that must succeed
+	local n=$1
+	shift
+	if "$@"; then echo "VPS-RESULT ok runner2/$n"; else echo "VPS-RESULT not ok runner2/$n"; fi
+}
+
+# --- declared counts ---
+cat > "$w/test_few_01.sh" <<'EOF'
+# kernels: 612
+# checks: 3
+echo "VPS-RESULT ok fake/one"
+EOF
+cat > "$w/test_nocount_01.sh" <<'EOF'
+# kernels: 612
+echo "VPS-RESULT ok fake/two"
+EOF
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 \
+	"$rel/test_few_01.sh" "$rel/test_nocount_01.sh" > "$w/out1" 2>&1
+rc=$?
+sed 's/^/# /' "$w/out1"
+check count-exit-nonzero test "$rc" != 0
+check too-few-checks grep -q 'test_few_01.sh \[612\]: reported 1 checks, declares at least 3' "$w/out1"
+check no-declared-count grep -q 'test_nocount_01.sh \[612\]: declares no count' "$w/out1"
+check count-summary test "$(tail -1 "$w/out1")" = "2 passed, 2 failed"
+
+# --- per-test timeout from the recorded time ---
+# timeout(1) puts its command in a process group of its own, as it does
+# for the harness's QEMU
+cat > "$w/test_slow_01.sh" <<EOF
+# kernels: 612
+# checks: 1
+echo "VPS-RESULT ok fake/started"
+timeout 300 bash -c 'exec -a vps-runner2-sleeper-$$ sleep 300' &
+sleep 300
+EOF
+echo "$rel/test_slow_01.sh 612 1" > "$w/cache/test-times"
+t0=$(date +%s)
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs VPS_TIMEOUT_FACTOR=1 VPS_TIMEOUT_SLACK=3 \
+	"$TOP/tests/run" -j 1 "$rel/test_slow_01.sh" > "$w/out2" 2>&1
+rc=$?
+t=$(( $(date +%s) - t0 ))
+sed 's/^/# /' "$w/out2"
+check timeout-exit-nonzero test "$rc" != 0
+check timeout-reported grep -q 'test_slow_01.sh \[612\]: killed: over its timeout of 4s (recorded 1s)' "$w/out2"
+check timeout-quick test "$t" -lt 30
+sleep 1
+check timeout-kills-other-groups test -z "$(pgrep -f "vps-runner2-sleeper-$$")"
+check timeout-summary test "$(tail -1 "$w/out2")" = "1 passed, 1 failed"
+
+# --- the run's budget ---
+for x in a b c; do
+	cat > "$w/test_budget${x}_01.sh" <<'EOF'
+# kernels: 612
+# checks: 1
+echo "VPS-RESULT ok fake/budget"
+sleep 30
+EOF
+done
+rm -f "$w/cache/test-times"
+t0=$(date +%s)
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --budget 3 \
+	"$rel/test_budgeta_01.sh" "$rel/test_budgetb_01.sh" "$rel/test_budgetc_01.sh" > "$w/out3" 2>&1
+rc=$?
+t=$(( $(date +%s) - t0 ))
+sed 's/^/# /' "$w/out3"
+check budget-exit-nonzero test "$rc" != 0
+check budget-quick test "$t" -lt 25
+check budget-not-run test "$(grep -c 'not run: the run.s time budget ran out' "$w/out3")" = 2
+check budget-summary-last grep -qx '[0-9]* passed, [0-9]* failed' <(tail -1 "$w/out3")
+
+# --- the gate tier ---
+cat > "$w/test_tier_01.sh" <<'EOF'
+# kernels: 612 61
+# gate: 61
+# checks: 1
+echo "VPS-RESULT ok fake/tier-$VPS_KERNEL-$VPS_TIER"
+EOF
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier gate "$rel/test_tier_01.sh" > "$w/out4" 2>&1
+sed 's/^/# /' "$w/out4"
+check gate-tier-kernels test "$(grep -c '^ok .*fake/tier-61-gate$' "$w/out4"):$(grep -c '^ok' "$w/out4")" = 1:1
