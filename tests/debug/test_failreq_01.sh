@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
+# checks: 10
 #
 # fail_make_request (the debug kernel's block-layer fault injection) under
 # a LUN: a device-mapper LUN over null_blk whose chunk at block 1024 is
@@ -8,7 +9,7 @@
 # bio to the chunk (reads, then writes) -> MEDIUM ERROR, each of a burst
 # once, the rest clean; make-it-fail off -> the data intact and a new
 # write + verify clean (tests/host/vps_test faults).
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk dm_mod
 vm_ours vhost_pvscsi

@@ -1,14 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
+# checks: 9
 #
 # The debug lane's kmemleak check catches a leak: the harness self-test
 # module leaks a 200-byte allocation (kmalloc-256) at load (vps_selftest leak=1); after
 # rmmod, vps_kmemleak_check must report it (the backtrace's frames of the
 # unloaded module no longer resolve: the rule counts those) and fail.
 # The failing check is captured and inverted here; a check that passes
-# fails this test.
-. "$(dirname "$0")/../lib/harness.sh"
+# fails this test.  That scan, made with nothing of ours loaded, covers
+# the run so far (/init's final check is left out); loading a module again
+# must undo that.
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_ours vps_selftest
 # the report this test provokes is printed on the console
@@ -24,4 +27,8 @@ had=0
 cat /tmp/kl.res
 t_match leak-reported "$(cat /tmp/kl.res)" '^VPS-RESULT not ok leak: kmemleak: [1-9][0-9]* object'
 t_match leak-backtrace "$(cat /tmp/.kmemleak.ours)" 'size 256'
+t_equal scan-covers-run "$(cat /tmp/.vps-kmemleak-covered)" leak
+t_check reload vps_load vps_selftest
+t_check reload-uncovers test ! -e /tmp/.vps-kmemleak-covered
+t_check unload-again rmmod vps_selftest
 GUEST

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
+# checks: 37
 #
 # sriov_vfcfg on a non-PCI PF: netdevsim (CONFIG_NETDEVSIM in the debug
 # kernel), which implements every VF op, link state included.  A policy
@@ -13,7 +14,7 @@
 # /sys/kernel/sriov_vfcfg/apply;
 # a VF driver override is refused per VF; bad policies are refused whole.
 export VPS_KERNEL=debug
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_include netdevsim
 vm_ours sriov_vfcfg

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 17
 #
 # eh_abort under load: fio randwrite+verify=crc32c (4k, QD 4) runs on
 # disk A with a 2 s SCSI timeout; during its write phase the QEMU monitor
@@ -13,35 +15,31 @@
 # verify-only pass must too, the abort counter must have moved without a
 # failed abort, every request must come back through the completion
 # ring, and QEMU's own trace must show ABORT_CMD arriving.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/guest.sh"
 
-d=$(mktemp -d /tmp/vps-guest-abort-XXXXXX)
-trap 'rm -rf "$d"' EXIT
-truncate -s 64M "$d/a.img"
-
-vm_modules sd_mod
-vm_ours pvscsi_mq
+guest_setup abort
 vm_bins fio
 vm_monitor
-vm_qemu -D "$d/trace.log" -trace enable=pvscsi_on_cmd_abort \
-	-device pvscsi,id=hba \
-	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0
+vm_qemu -D "$d/trace.log" -trace enable=pvscsi_on_cmd_abort
+guest_hba
+guest_disk d0 64M 0
 out=$(vm_run guest-abort <<'GUEST'
 mon() { echo "VPS-MON $*" >&3; }
 t_check load vps_load pvscsi_mq
 h=$(basename "$(dirname "$(grep -l '^pvscsi_mq$' /sys/class/scsi_host/host*/proc_name | head -1)")")
 hn=${h#host}
 st=/sys/class/scsi_host/$h/pvscsi
-t_check disk vps_wait 20 test -n "$(vps_sd_dev "$hn:0:0:0")"
+t_check disk vps_wait 20 vps_has_sd "$hn:0:0:0"
 n=$(vps_sd_dev "$hn:0:0:0")
 a=/dev/$n
 echo 2 > /sys/block/$n/device/timeout
 t_equal timeout-2s "$(cat /sys/block/$n/device/timeout)" 2
-common="--direct=1 --ioengine=libaio --bs=4k --iodepth=4 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=32M --output-format=terse --minimal"
+common="--direct=1 --ioengine=libaio --bs=4k --iodepth=4 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=$(vps_dbg 32M 8M) --output-format=terse --minimal"
 fio --name=r --filename=$a --do_verify=1 $common > /tmp/fio.out 2>&1 &
 pid=$!
-# still in fio's write phase (8192 writes): the aborted commands are WRITEs
+# still in fio's write phase (8192 writes; 2048 dearer ones on the debug
+# kernel): the aborted commands are WRITEs
 sleep 1
 t_check fio-running kill -0 $pid
 # 1 IOPS: with 4 commands queued, each waits up to 4 s > its 2 s timeout

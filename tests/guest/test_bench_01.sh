@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
+# checks: 16
 # serial: a benchmark; another VM on the other core would skew its ratios
 # (6.12 only in make check: the comparison takes 3 min per kernel; run
 # scripts/bench-guest for 6.1)

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 15
 #
 # Binding: in-tree vmw_pvscsi and pvscsi_mq both match 15ad:07c0.  With
 # vmw_pvscsi loaded first it owns the HBA; driver_override + unbind +
@@ -8,18 +10,14 @@
 # which then writes a verified fio pattern.  Moved back the same way,
 # vmw_pvscsi reads the pattern pvscsi_mq wrote and verifies it: two
 # independent drivers agree on the data.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/guest.sh"
 
-d=$(mktemp -d /tmp/vps-guest-bind-XXXXXX)
-trap 'rm -rf "$d"' EXIT
-truncate -s 64M "$d/a.img"
-
-vm_modules vmw_pvscsi sd_mod
-vm_ours pvscsi_mq
+guest_setup bind
+vm_modules vmw_pvscsi
 vm_bins fio
-vm_qemu -device pvscsi,id=hba \
-	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0
+guest_hba
+guest_disk d0 64M 0
 vm_run guest-bind <<'GUEST'
 dev=$(grep -l 0x07c0 /sys/bus/pci/devices/*/device | head -1)
 dev=$(basename "$(dirname "$dev")")
@@ -29,7 +27,7 @@ move_to() {
 	echo "$dev" > /sys/bus/pci/devices/$dev/driver/unbind
 	echo "$dev" > /sys/bus/pci/drivers_probe
 }
-common="--filename=/dev/sda --direct=1 --ioengine=libaio --bs=8k --iodepth=16 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=16M --output-format=terse --minimal"
+common="--filename=/dev/sda --direct=1 --ioengine=libaio --bs=8k --iodepth=16 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=$(vps_dbg 16M 4M) --output-format=terse --minimal"
 t_equal in-tree-owns-it "$(drv)" vmw_pvscsi
 t_check load-ours vps_load pvscsi_mq
 t_equal still-in-tree "$(drv)" vmw_pvscsi

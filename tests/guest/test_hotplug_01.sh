@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 23
 #
 # Hot plug through the message ring: while fio randwrite+verify=crc32c
 # runs on disk A (target 0), the QEMU monitor adds a scsi-hd at target 5
@@ -9,28 +11,23 @@
 # DEV_REMOVED, the scsi_device goes away.  A second add/remove round
 # checks the message ring keeps going.  fio on disk A must verify clean
 # throughout.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/guest.sh"
 
-d=$(mktemp -d /tmp/vps-guest-hotplug-XXXXXX)
-trap 'rm -rf "$d"' EXIT
-truncate -s 64M "$d/a.img" "$d/h1.img" "$d/h2.img"
-
-vm_modules sd_mod
-vm_ours pvscsi_mq
+guest_setup hotplug
 vm_bins fio sg_inq
 vm_monitor
-vm_qemu -device pvscsi,id=hba \
-	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0 \
-	-drive if=none,id=hd1,file="$d/h1.img",format=raw,cache=none,aio=threads \
-	-drive if=none,id=hd2,file="$d/h2.img",format=raw,cache=none,aio=threads
+guest_hba
+guest_disk d0 64M 0
+guest_disk hd1 64M
+guest_disk hd2 64M
 vm_run guest-hotplug <<'GUEST'
 mon() { echo "VPS-MON $*" >&3; }
 t_check load vps_load pvscsi_mq
 h=$(basename "$(dirname "$(grep -l '^pvscsi_mq$' /sys/class/scsi_host/host*/proc_name | head -1)")")
 hn=${h#host}
 st=/sys/class/scsi_host/$h/pvscsi
-t_check disk-a vps_wait 20 test -n "$(vps_sd_dev "$hn:0:0:0")"
+t_check disk-a vps_wait 20 vps_has_sd "$hn:0:0:0"
 a=/dev/$(vps_sd_dev "$hn:0:0:0")
 t_equal msg-ring "$(cat $st/msg_ring)" 1
 hot_present() { test -n "$(vps_sd_dev "$hn:0:5:0")"; }
@@ -38,7 +35,7 @@ hot_present() { test -n "$(vps_sd_dev "$hn:0:5:0")"; }
 (
 	while [ ! -e /tmp/stop ]; do
 		fio --name=a --filename=$a --direct=1 --ioengine=libaio --bs=4k --iodepth=16 \
-			--rw=randwrite --do_verify=1 --verify=crc32c --verify_fatal=1 --size=16M \
+			--rw=randwrite --do_verify=1 --verify=crc32c --verify_fatal=1 --size=$(vps_dbg 16M 4M) \
 			--output-format=terse --minimal > /tmp/fio-a.out 2>&1 || { echo fail > /tmp/fio-a.rc; exit 1; }
 		echo run >> /tmp/fio-a.runs
 	done

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612 61
+# checks: 31
 #
 # pvscsi_mq against QEMU's stock -device pvscsi, two targets: probe
 # (interrupt type, CONFIG fallback to 16 targets, extension query answered
@@ -9,27 +11,21 @@
 # block size, and a final verify-only pass.  The per-adapter counters
 # must add up: requests == completions, no bogus completions, doorbells
 # and interrupts counted.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/guest.sh"
 
-d=$(mktemp -d /tmp/vps-guest-io-XXXXXX)
-trap 'rm -rf "$d"' EXIT
-truncate -s 96M "$d/a.img" "$d/b.img"
-
-vm_modules sd_mod
-vm_ours pvscsi_mq
+guest_setup io
 vm_bins fio sg_inq sg_readcap sg_luns sg_turs
-vm_qemu -device pvscsi,id=hba \
-	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0 \
-	-drive if=none,id=d1,file="$d/b.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d1,scsi-id=3,lun=0
+guest_hba
+guest_disk d0 96M 0
+guest_disk d1 96M 3
 vm_run guest-io <<'GUEST'
 t_check load vps_load pvscsi_mq
 h=$(basename "$(dirname "$(grep -l '^pvscsi_mq$' /sys/class/scsi_host/host*/proc_name | head -1)")")
 t_match host-found "$h" '^host[0-9]+$'
 hn=${h#host}
 st=/sys/class/scsi_host/$h/pvscsi
-t_check disks vps_wait 20 test -n "$(vps_sd_dev "$hn:0:3:0")"
+t_check disks vps_wait 20 vps_has_sd "$hn:0:0:0" "$hn:0:3:0"
 a=/dev/$(vps_sd_dev "$hn:0:0:0")
 b=/dev/$(vps_sd_dev "$hn:0:3:0")
 echo "disks: $a $b"
@@ -47,8 +43,7 @@ for x in $a $b; do
 	t_match sg_luns-$n "$(sg_luns $x 2>&1)" 'Lun list length = 8'
 	t_check sg_turs-$n sg_turs $x
 done
-sz=24M min_req=10000
-vps_debug_kernel && { sz=8M; min_req=3000; }
+sz=$(vps_dbg 24M 4M) min_req=$(vps_dbg 10000 1500)
 common="--direct=1 --ioengine=libaio --rw=randwrite --do_verify=1 --verify=crc32c --verify_fatal=1 --size=$sz --output-format=terse --minimal"
 t_check fio-4k-qd1 fio --name=a1 --filename=$a --bs=4k --iodepth=1 $common
 t_check fio-4k-qd32 fio --name=a32 --filename=$a --bs=4k --iodepth=32 $common

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 24
 #
 # Resets under load: while fio randwrite+verify=crc32c (4k, QD 32) runs on
 # disk A, sg_reset issues a device reset, a bus reset and a host reset
@@ -10,41 +12,39 @@
 # must show each reset, every request must be accounted for (completed
 # by the device or failed back by the host reset), and the adapter must
 # keep working afterwards (sg_turs, I/O to disk B).
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/guest.sh"
 
-d=$(mktemp -d /tmp/vps-guest-reset-XXXXXX)
-trap 'rm -rf "$d"' EXIT
-truncate -s 64M "$d/a.img" "$d/b.img"
-
-vm_modules sd_mod
-vm_ours pvscsi_mq
+guest_setup reset
 vm_bins fio sg_reset sg_turs
-vm_qemu -device pvscsi,id=hba \
-	-drive if=none,id=d0,file="$d/a.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d0,scsi-id=0,lun=0 \
-	-drive if=none,id=d1,file="$d/b.img",format=raw,cache=none,aio=threads \
-	-device scsi-hd,bus=hba.0,drive=d1,scsi-id=1,lun=0
+guest_hba
+guest_disk d0 64M 0
+guest_disk d1 64M 1
 vm_run guest-reset <<'GUEST'
 t_check load vps_load pvscsi_mq
 h=$(basename "$(dirname "$(grep -l '^pvscsi_mq$' /sys/class/scsi_host/host*/proc_name | head -1)")")
 hn=${h#host}
 st=/sys/class/scsi_host/$h/pvscsi
-t_check disks vps_wait 20 test -n "$(vps_sd_dev "$hn:0:1:0")"
+t_check disks vps_wait 20 vps_has_sd "$hn:0:0:0" "$hn:0:1:0"
 a=/dev/$(vps_sd_dev "$hn:0:0:0")
 b=/dev/$(vps_sd_dev "$hn:0:1:0")
-sz=32M
-vps_debug_kernel && sz=16M
+sz=$(vps_dbg 32M 8M)
 common="--direct=1 --ioengine=libaio --bs=4k --iodepth=32 --rw=randwrite --verify=crc32c --verify_fatal=1 --size=$sz --output-format=terse --minimal"
 for kind in device bus host; do
+	n0=$(vps_blk_ios ${a#/dev/})
 	fio --name=r --filename=$a --do_verify=1 $common > /tmp/fio-$kind.out 2>&1 &
 	pid=$!
-	# let the queue fill first
-	sleep 3
+	# the reset is "under load" only if fio's I/O is flowing and fio still
+	# runs when it fires: the disk's counters must have moved (a slow VM
+	# may take seconds to submit the first I/O), then the queue fills
+	t_check fio-io-started-$kind vps_io_started ${a#/dev/} "$n0"
+	sleep 1
 	case $kind in
 	device) flag=-d ;;
 	bus) flag=-b ;;
 	host) flag=-H ;;
 	esac
+	t_check fio-running-at-$kind-reset kill -0 $pid
 	t_check sg_reset-$kind sg_reset $flag $a
 	wait $pid
 	rc=$?
@@ -59,7 +59,7 @@ dmesg | grep -E 'host reset done|device reset|bus reset'
 # the first command after the bus reset gets the UNIT ATTENTION it owes
 sg_turs $b || true
 t_check after-reset-turs sg_turs $b
-t_check after-reset-io fio --name=b --filename=$b --do_verify=1 $common --size=8M
+t_check after-reset-io fio --name=b --filename=$b --do_verify=1 $common --size=$(vps_dbg 8M 4M)
 t_equal no-bogus "$(cat $st/bogus_completions)" 0
 # each request was completed by the device or failed back by the reset
 failed=$(dmesg | sed -n 's/.*host reset done, \([0-9]*\) commands failed back.*/\1/p' | tail -1)

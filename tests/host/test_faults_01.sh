@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 58
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one
@@ -14,7 +16,7 @@
 # LUN answers LOGICAL UNIT NOT SUPPORTED afterwards; over the same slow
 # LUN, the per-LUN cap on commands in flight (a LUN override, then the
 # max_outstanding module parameter) answers the excess TASK SET FULL.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk dm_mod dm_flakey dm_delay
 vm_ours vhost_pvscsi

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612 61
+# checks: 255
 #
 # vhost_pvscsi.ko driven by tests/host/vps_test, which plays VMM and guest
 # over /dev/vhost-pvscsi.  Against a memory-backed null_blk (with discard),
@@ -14,7 +16,7 @@
 # I/O in flight (each command completes exactly once), the message ring;
 # then the same run with brd as the disk; closing the fd with I/O in
 # flight; and that the module unloads with no request or LUN left behind.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk brd ext4
 vm_ours vhost_pvscsi

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612 61
+# checks: 28
 #
 # sriov_vfcfg.ko loaded with a policy before igb (as /etc/modprobe.d would
 # do it): when igb binds the PF, the VFs are created with the configured
@@ -10,18 +12,11 @@
 # answers EINVAL while the PF link is down and is applied when the carrier
 # comes up.  rmmod igb + modprobe igb re-applies everything.  Unloading
 # sriov_vfcfg leaves the VFs as they are.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/sriov.sh"
 
-vm_include igb igbvf
-vm_ours sriov_vfcfg
-vm_bins ip
-vm_qemu -machine q35 -device pcie-root-port,id=rp0,slot=0 \
-	-device igb,bus=rp0,netdev=n0 -netdev user,id=n0,restrict=on
-vm_run sriov-apply <<'GUEST'
-IP=/usr/bin/ip		# busybox ash runs its own ip applet for a bare "ip"
-ST=/sys/kernel/sriov_vfcfg/status
-PF=/sys/bus/pci/devices/0000:01:00.0
-vf() { $IP link show eth0 | grep -E "^ +vf $1 "; }
+sriov_vm
+sriov_run sriov-apply <<'GUEST'
 check_vfs() { # $1: label
 	t_equal "$1/numvfs" "$(cat $PF/sriov_numvfs)" 3
 	t_match "$1/vf0" "$(vf 0)" 'link/ether 02:00:00:00:01:00 .*spoof checking off.*trust off'

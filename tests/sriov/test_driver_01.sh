@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 21
 #
 # VF driver override.  igb is loaded and its PF is up, igbvf is loaded (it
 # would take every VF); then sriov_vfcfg is loaded with a policy that gives
@@ -14,18 +16,13 @@
 # VF netdev carries the MAC from the policy.  Then a run-time policy moves
 # vf1 from igbvf to vfio-pci (unbind + reprobe), and vf0, left out of the
 # new policy, stays as it is.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/sriov.sh"
 
-vm_include igb igbvf vfio-pci
-vm_ours sriov_vfcfg
-vm_bins ip
+vm_include vfio-pci
 VM_CMDLINE="intel_iommu=on"
-vm_qemu -machine q35 -device intel-iommu,intremap=off \
-	-device pcie-root-port,id=rp0,slot=0 \
-	-device igb,bus=rp0,netdev=n0 -netdev user,id=n0,restrict=on
-vm_run sriov-driver <<'GUEST'
-ST=/sys/kernel/sriov_vfcfg/status
-POL=/sys/module/sriov_vfcfg/parameters/policy
+sriov_vm -device intel-iommu,intremap=off
+sriov_run sriov-driver <<'GUEST'
 D=/sys/bus/pci/devices
 drv() { basename "$(readlink "$D/$1/driver" 2>/dev/null)"; }
 t_check igb modprobe igb

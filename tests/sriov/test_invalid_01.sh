@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 83
 #
 # Every kind of bad policy is refused with its own error, and nothing is
 # half-applied: a bad policy at load time fails the module load; a bad
@@ -12,18 +14,11 @@
 # sriov_totalvfs, min rate > max rate, unknown keys, out-of-range VLAN,
 # QoS without VLAN, a key given twice, a missing or malformed PF match, and
 # a multi-PF write whose first block is fine and whose second is not.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/sriov.sh"
 
-vm_include igb igbvf
-vm_ours sriov_vfcfg
-vm_bins ip
-vm_qemu -machine q35 -device pcie-root-port,id=rp0,slot=0 \
-	-device igb,bus=rp0,netdev=n0 -netdev user,id=n0,restrict=on
-vm_run sriov-invalid <<'GUEST'
-IP=/usr/bin/ip		# busybox ash runs its own ip applet for a bare "ip"
-ST=/sys/kernel/sriov_vfcfg/status
-POL=/sys/module/sriov_vfcfg/parameters/policy
-PF=/sys/bus/pci/devices/0000:01:00.0
+sriov_vm
+sriov_run sriov-invalid <<'GUEST'
 modprobe igb
 vps_wait 20 test -e /sys/class/net/eth0
 

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
+# gate: 612
+# checks: 36
 #
 # Run-time policy changes through /sys/module/sriov_vfcfg/parameters/policy
 # on a PF that igb already drives: a policy matched by ifname creates 2 VFs
@@ -11,19 +13,11 @@
 # present" and leaves the VFs alone; drift made with `ip link set ... vf`
 # is undone by writing /sys/kernel/sriov_vfcfg/apply; an empty policy
 # leaves the VFs as they are.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+. "$(dirname "$0")/sriov.sh"
 
-vm_include igb igbvf
-vm_ours sriov_vfcfg
-vm_bins ip
-vm_qemu -machine q35 -device pcie-root-port,id=rp0,slot=0 \
-	-device igb,bus=rp0,netdev=n0 -netdev user,id=n0,restrict=on
-vm_run sriov-runtime <<'GUEST'
-IP=/usr/bin/ip		# busybox ash runs its own ip applet for a bare "ip"
-ST=/sys/kernel/sriov_vfcfg/status
-POL=/sys/module/sriov_vfcfg/parameters/policy
-PF=/sys/bus/pci/devices/0000:01:00.0
-vf() { $IP link show eth0 | grep -E "^ +vf $1 "; }
+sriov_vm
+sriov_run sriov-runtime <<'GUEST'
 modprobe igb
 vps_wait 20 test -e /sys/class/net/eth0
 t_check load-empty vps_load sriov_vfcfg

@@ -65,8 +65,9 @@ t_check reset-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iode
 
 # fio that never ends: the host VM kills this QEMU with I/O in flight
 echo "VPS-MARK io-forever"
+n0=$(vps_blk_ios sda)
 fio --name=k --filename=/dev/sda --rw=randrw --iodepth=32 --size=64M --offset=64M \
 	--time_based --runtime=600 --direct=1 --ioengine=libaio --bs=64k > /dev/null 2>&1 &
-sleep 3
+vps_io_started sda "$n0"
 echo "VPS-MARK io-running"
 sleep 600

@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
+# gate: 612
+# checks: 3
 #
 # The QEMU series, without a VM: its copy of the uAPI header
 # (qemu-patches/0001-*) is what scripts/sync-qemu-header makes from
 # include/uapi/vhost_pvscsi.h today, every patch has a Signed-off-by, and
-# QEMU's own checkpatch finds no error in any of them.
+# QEMU's own checkpatch runs over every one of them and finds no error.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 res() { if [ "$2" = 0 ]; then echo "VPS-RESULT ok patches/$1"; else echo "VPS-RESULT not ok patches/$1: $3"; fi; }
 
@@ -19,6 +21,18 @@ for p in $(grep -v '^#' "$TOP/qemu-patches/series"); do
 done
 res series-signed-off "$([ -z "$bad" ]; echo $?)" "$bad"
 
+# Passed only on proof that checkpatch ran over every patch and found no
+# error: qemu-dev check exits 0, and prints one "total: 0 errors, ..."
+# summary per patch of the series (checkpatch's own line, printed for
+# each file it checked).  Counting ERROR lines alone passed when
+# checkpatch was missing or qemu-dev failed before it ran.
 out=$("$TOP/scripts/qemu-dev" check 2>&1)
-errs=$(echo "$out" | grep -c '^ERROR')
-res qemu-checkpatch "$errs" "$(echo "$out" | grep -A2 '^ERROR' | head -6 | tr '\n' ' ')"
+rc=$?
+npatch=$(grep -v '^#' "$TOP/qemu-patches/series" | awk 'NF' | wc -l)
+nclean=$(echo "$out" | grep -cE '^total: 0 errors, [0-9]+ warnings, [0-9]+ lines checked$')
+why=""
+[ "$rc" = 0 ] || why="qemu-dev check exited $rc;"
+[ "$npatch" -gt 0 ] && [ "$nclean" = "$npatch" ] ||
+	why="$why $nclean of $npatch patches checked clean;"
+echo "$out" | grep -q '^ERROR' && why="$why $(echo "$out" | grep -A2 '^ERROR' | head -6 | tr '\n' ' ')"
+res qemu-checkpatch "$([ -z "$why" ]; echo $?)" "$why $(echo "$out" | grep -vE '^(ERROR|total:)' | tail -3 | tr '\n' ' ')"

@@ -1,6 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 debug
+# gate: 612
+# checks: 45
+# checks-debug: 20
 # serial: the host VM has two vCPUs (two TCG threads)
 #
 # Guest timeouts against the host module's data path.  The host VM (612,
@@ -19,23 +22,24 @@
 # the held commands complete, and show nothing open or in flight once the
 # LUN resumes.  At the end it unloads, (debug kernel) kmemleak finds
 # nothing of it, and neither kernel log may carry a report.
-. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-timeout-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # the KVM guest runs the stock kernel, also when the host VM is the debug one
 kernel=$(VM_KERNEL=612 vm_kernel_image)
 # on the debug kernel the in-tree driver only (the unmodified guest's path;
-# pvscsi_mq's round runs on 612): the nested debug VM runs alone, 4 min
-# per round
-drivers="vmw_pvscsi pvscsi_mq"
-[ "${VPS_KERNEL:-612}" = debug ] && drivers=vmw_pvscsi
+# pvscsi_mq's round runs on 612): the nested debug VM runs alone, 4-8 min
+# per round; there the inner guest manages some 40-50 IOPS: a quarter of
+# the data at a quarter of the rate (the write phase still spans the pause)
+drivers="vmw_pvscsi pvscsi_mq" io="SZ=16 RATE=500"
+[ "${VPS_KERNEL:-612}" = debug ] && drivers=vmw_pvscsi io="SZ=4 RATE=125"
 for drv in $drivers; do
 	vm_reset
 	VM_KERNEL=612
 	vm_bins fio
 	if [ $drv = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
-	{ echo "DRV=$drv"; cat "$(dirname "$0")/inner_timeout.sh"; } > "$work/inner-$drv.sh"
+	{ echo "DRV=$drv $io"; cat "$(dirname "$0")/inner_timeout.sh"; } > "$work/inner-$drv.sh"
 	vm_initramfs "$work/inner-$drv.cpio" "$work/inner-$drv.sh"
 done
 
@@ -60,24 +64,54 @@ for drv in $DRIVERS; do
 	VPS_INNER_MEM=512 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 900 \
 		-blockdev driver=host_device,node-name=d0,filename=/dev/mapper/vpsl,cache.direct=on \
 		-device vhost-pvscsi,id=hba0 \
-		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0
+		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+		-trace vhost_pvscsi_cmd -trace vhost_pvscsi_ioctl_error
+	stuck=
 	if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-* | head -1)
+		# the guest's probe resets the adapter: only what the error
+		# handler adds to aborts + resets during the pause counts
+		eh0=$(vps_eh_count "$a")
 		t_check "$drv/dm-suspend" dmsetup suspend --noudevsync vpsl
+		t0=$(date +%s)
 		sleep 10
 		# commands are held: the module has requests in flight
 		t_match "$drv/held-in-flight" "$(grep in_flight "$a")" 'in_flight [1-9]'
+		# Normally the guest has aborted and reset by now.  A slow
+		# host VM (CI's debug run once) can leave the guest's timeout
+		# unfired at 10 s: hold on until its first abort or reset
+		# reaches the module, then resume at once.  The log lines
+		# wait until after the resume, so as not to lengthen the hold.
+		while [ "$(vps_eh_count "$a")" -le "$eh0" ] && [ $(( $(date +%s) - t0 )) -lt 30 ]; do
+			sleep 1
+		done
+		t1=$(date +%s)
 		t_check "$drv/dm-resume" dmsetup resume --noudevsync vpsl
+		echo "held for $(( t1 - t0 )) s; error handler: $eh0 -> $(vps_eh_count "$a")"
+		vps_inner_alive "$drv"
 		vps_wait 120 sh -c "! grep -q 'in_flight [1-9]' $a" || true
 		cat "$a"
-		t_match "$drv/module-saw-eh" "$(grep '^aborts' "$a")" '^aborts ([1-9][0-9]* resets [0-9]+|[0-9]+ resets [1-9])'
+		t_check "$drv/module-saw-eh" test "$(vps_eh_count "$a")" -gt "$eh0"
 	else
 		t_fail "$drv/reached-pause" "the inner guest never started its fio"
+		vps_inner_stuck "$drv" "$drv/reached-pause"
+		stuck=1
 	fi
 	# QEMU killed while the suspended LUN holds its commands: the file's
 	# release waits for them, and every one completes once the LUN resumes
-	if vps_inner_wait_console "$drv" 'VPS-MARK io-running-at-kill' 300; then
+	if [ -n "$stuck" ]; then
+		vps_inner_wait "$drv"
+	elif vps_inner_wait_console "$drv" 'VPS-MARK io-running-at-kill' 600; then
+		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-* | head -1)
 		t_check "$drv/dm-suspend-at-kill" dmsetup suspend --noudevsync vpsl
+		# the suspend returns once the LUN's I/O has drained; the
+		# guest's next requests reach the held device a moment later
+		# (long moments on the debug kernel), and only then is the
+		# kill the case this test is about
+		if ! vps_wait 60 grep -q 'io_pending [1-9]' "$a"; then
+			t_fail "$drv/held-before-kill" "no I/O reached the suspended LUN in 60 s"
+			cat "$a"
+		fi
 		kill -9 "$(vps_inner_pid "$drv")"
 		sleep 3
 		t_match "$drv/held-after-kill" "$(cat $g | tr '\n' ' ')" '^open_devices 1 requests_in_flight [1-9][0-9]* luns 1 $'
@@ -85,6 +119,7 @@ for drv in $DRIVERS; do
 		vps_inner_wait "$drv" killed
 	else
 		t_fail "$drv/reached-kill-point" "the inner guest never started its last fio"
+		vps_inner_stuck "$drv" "$drv/reached-kill-point"
 		vps_inner_wait "$drv"
 	fi
 	vps_wait 30 grep -q 'open_devices 0' $g
