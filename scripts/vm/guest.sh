@@ -171,8 +171,12 @@ vps_inner_start() {
 	# THP, so there every 4 KiB took one: an inner guest unpacking its
 	# 89 MB initramfs (fio's libraries) spent minutes in silent boot, the
 	# "stall" of test_timeout_01 [debug] (Documentation/testing.md).
+	# VPS_INNER_HUGEPAGES=0 (scripts/stress-nested --no-hugepages): 4 KiB
+	# pages, to measure what the 2 MiB pages do to the nested ground
 	_ram=
-	if vps_inner_hugepages "$_mem"; then
+	if [ "${VPS_INNER_HUGEPAGES:-1}" = 0 ]; then
+		echo "inner $_n: RAM in 4 KiB pages (VPS_INNER_HUGEPAGES=0)"
+	elif vps_inner_hugepages "$_mem"; then
 		_ram="-object memory-backend-memfd,id=ram,size=${_mem}M,hugetlb=on,hugetlbsize=2M -machine memory-backend=ram"
 	else
 		echo "inner $_n: no ${_mem} MiB of 2 MiB pages to be had; its RAM is in 4 KiB pages"
