@@ -128,6 +128,20 @@ vps_has_sd() {
 }
 vps_has_disks() { [ -n "$(vps_scsi_disks "$1")" ]; }
 
+# vps_lio_vhost NAME DEV WWPN: LIO's vhost fabric serving the block
+# device DEV (iblock backstore NAME) as LUN 0 of WWPN, for QEMU's
+# -device vhost-scsi-pci,wwpn=WWPN (bench-stack, stress-nested)
+vps_lio_vhost() {
+	_T=/sys/kernel/config/target
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	mkdir -p "$_T/core/iblock_0/$1" &&
+		echo "udev_path=$2" > "$_T/core/iblock_0/$1/control" &&
+		echo 1 > "$_T/core/iblock_0/$1/enable" &&
+		mkdir -p "$_T/vhost/$3/tpgt_1/lun/lun_0" &&
+		echo naa.5001405000000002 > "$_T/vhost/$3/tpgt_1/nexus" &&
+		ln -s "$_T/core/iblock_0/$1" "$_T/vhost/$3/tpgt_1/lun/lun_0/$1"
+}
+
 # vps_dmesg_clean LABEL: fail LABEL when the kernel log has a report
 vps_dmesg_clean() {
 	_hits=$(dmesg | grep -E "$(cat "$VPS_LIB/dmesg-patterns")" | head -3)
