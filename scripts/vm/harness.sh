@@ -295,7 +295,7 @@ vm_run() {
 	mkdir -p "$dir"
 	for m in "${VM_OURS[@]}"; do
 		if ! (_vm_our_ko "$m" >/dev/null 2>&1); then
-			echo "VPS-RESULT not ok $name/vm: $m.ko is not built for kernel $VM_KERNEL (make check builds it)"
+			echo "VPS-RESULT not ok $name/vm: $m.ko is not built for kernel $VM_KERNEL (make check builds 612 and 61, make check-full the debug kernel)"
 			return 1
 		fi
 	done
