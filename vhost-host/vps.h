@@ -11,6 +11,7 @@
 #include <linux/llist.h>
 #include <linux/kref.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/poll.h>
 #include <linux/uio.h>
 #include <linux/fs.h>
@@ -62,6 +63,7 @@ struct vps_lu {
 	u8 vendor[8];
 	u8 product[16];
 	u8 serial[20];
+	struct work_struct free_work;	/* the last put in a worker */
 };
 
 struct vps_dev;

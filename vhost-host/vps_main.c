@@ -22,6 +22,7 @@
 #include <linux/miscdevice.h>
 #include <linux/eventfd.h>
 #include <linux/file.h>
+#include <linux/cgroup.h>
 #include <linux/kthread.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -40,6 +41,8 @@ MODULE_PARM_DESC(max_outstanding,
 		 "READ/WRITE commands in flight per LUN before TASK SET FULL (default 128; a LUN may override)");
 
 static struct kmem_cache *vps_req_cache;
+/* the LUNs whose last reference went in a worker (vps_lun_put_release) */
+static struct workqueue_struct *vps_free_wq;
 
 static void vps_worker_wake(struct vps_dev *dev);
 
@@ -275,13 +278,41 @@ static void vps_break(struct vps_dev *dev, const char *why)
 /* completion                                                             */
 /* ---------------------------------------------------------------------- */
 
+static void vps_lun_free(struct vps_lu *lun)
+{
+	fput(lun->file);
+	kfree(lun);
+	atomic_long_dec(&vps_luns);
+}
+
+#ifdef VPS_HAVE_VHOST_TASK
+/* a kworker: its fput() hands the file to delayed_fput, done at once */
+static void vps_lun_free_work(struct work_struct *work)
+{
+	vps_lun_free(container_of(work, struct vps_lu, free_work));
+}
+#endif
+
 static void vps_lun_put_release(struct kref *ref)
 {
 	struct vps_lu *lun = container_of(ref, struct vps_lu, ref);
 
-	fput(lun->file);
-	kfree(lun);
-	atomic_long_dec(&vps_luns);
+#ifdef VPS_HAVE_VHOST_TASK
+	/*
+	 * The last reference can go with a completion in the worker, a
+	 * vhost_task that never returns to user mode: fput() there queues
+	 * task work that runs only when the worker exits, and the LUN's
+	 * device or file would stay open until the adapter is closed
+	 * (dmsetup remove and umount: EBUSY).  A 6.1 kthread's fput() is
+	 * already deferred to a kworker.
+	 */
+	if (current->flags & PF_USER_WORKER) {
+		INIT_WORK(&lun->free_work, vps_lun_free_work);
+		queue_work(vps_free_wq, &lun->free_work);
+		return;
+	}
+#endif
+	vps_lun_free(lun);
 }
 
 void vps_lun_put(struct vps_lu *lun)
@@ -421,6 +452,14 @@ static void vps_iocb_done(struct kiocb *iocb, long ret)
 	unsigned long flags;
 
 	req->ret = ret;
+	/*
+	 * Drop the write's freeze protection here, as aio does, not in the
+	 * worker: a freeze waits for every write holding it, and the worker
+	 * may itself be blocked in kiocb_start_write() for that very freeze
+	 * (fsfreeze, LVM snapshots would hang with writes in flight).
+	 */
+	if (req->write && !req->lun->is_bdev)
+		kiocb_end_write(iocb);
 	llist_add(&req->done_node, &dev->done);
 	vps_worker_wake(dev);
 	/*
@@ -451,7 +490,9 @@ void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
 		iocb->ki_flags |= IOCB_WRITE;
 		if (fua)
 			iocb->ki_flags |= IOCB_DSYNC;
-		kiocb_start_write(iocb);
+		/* a filesystem's freeze protection, as aio takes it */
+		if (!req->lun->is_bdev)
+			kiocb_start_write(iocb);
 		ret = file->f_op->write_iter(iocb, iter);
 	} else {
 		ret = file->f_op->read_iter(iocb, iter);
@@ -468,8 +509,6 @@ static bool vps_process_done(struct vps_dev *dev)
 
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(req, tmp, list, done_node) {
-		if (req->write)
-			kiocb_end_write(&req->iocb);
 		vps_scsi_complete_io(dev, req);
 		posted |= vps_finish(dev, req);
 	}
@@ -874,9 +913,20 @@ static int vps_worker_fn(void *data)
 static int vps_worker_start(struct vps_dev *dev, const char *name)
 {
 	struct task_struct *task = kthread_create(vps_worker_fn, dev, "%s", name);
+	int ret;
 
 	if (IS_ERR(task))
 		return PTR_ERR(task);
+	/*
+	 * A kthread starts in the root cgroups: join the owner's, as vhost
+	 * did before vhost_task, or the I/O and CPU a guest makes us spend
+	 * escape the VMM's cpu.max, io.max and memory limits.
+	 */
+	ret = cgroup_attach_task_all(current, task);
+	if (ret) {
+		kthread_stop(task);
+		return ret;
+	}
 	dev->worker.task = task;
 	wake_up_process(task);
 	return 0;
@@ -1321,6 +1371,9 @@ static int vps_attach_lun(struct vps_dev *dev, void __user *argp)
 	if (!(file->f_mode & FMODE_CAN_ODIRECT) || !file->f_op->read_iter ||
 	    !file->f_op->write_iter)
 		goto err_file;
+	/* an O_APPEND file sends every WRITE to its end, whatever the LBA */
+	if (file->f_flags & O_APPEND)
+		goto err_file;
 
 	ret = -ENOMEM;
 	lun = kzalloc(sizeof(*lun), GFP_KERNEL);
@@ -1530,13 +1583,18 @@ out:
 
 static int vps_open(struct inode *inode, struct file *f)
 {
-	struct vps_dev *dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	/*
+	 * The LUN table makes this an order-4 allocation: a fragmented host
+	 * would refuse a VM its disk for want of contiguous pages.  Charged
+	 * to the VMM's memory cgroup, as everything a guest makes us hold.
+	 */
+	struct vps_dev *dev = kvzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
 
 	if (!dev)
 		return -ENOMEM;
-	dev->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL);
+	dev->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 	if (!dev->scratch) {
-		kfree(dev);
+		kvfree(dev);
 		return -ENOMEM;
 	}
 	mutex_init(&dev->mutex);
@@ -1589,7 +1647,7 @@ static int vps_release(struct inode *inode, struct file *f)
 	if (dev->owner)
 		put_task_struct(dev->owner);
 	kfree(dev->scratch);
-	kfree(dev);
+	kvfree(dev);
 	atomic_long_dec(&vps_open_devs);
 	return 0;
 }
@@ -1624,12 +1682,22 @@ static int __init vps_init(void)
 {
 	int ret;
 
-	/* sense is the one field copied to the guest (hardened usercopy) */
-	vps_req_cache = KMEM_CACHE_USERCOPY(vps_req, 0, sense);
+	/*
+	 * sense is the one field copied to the guest (hardened usercopy).
+	 * SLAB_ACCOUNT: a guest that stops reaping completions keeps up to
+	 * a ring of requests alive; they count against the VMM's cgroup.
+	 */
+	vps_req_cache = KMEM_CACHE_USERCOPY(vps_req, SLAB_ACCOUNT, sense);
 	if (!vps_req_cache)
 		return -ENOMEM;
+	vps_free_wq = alloc_workqueue("vhost_pvscsi_free", 0, 0);
+	if (!vps_free_wq) {
+		kmem_cache_destroy(vps_req_cache);
+		return -ENOMEM;
+	}
 	ret = misc_register(&vps_misc);
 	if (ret) {
+		destroy_workqueue(vps_free_wq);
 		kmem_cache_destroy(vps_req_cache);
 		return ret;
 	}
@@ -1642,6 +1710,8 @@ static void __exit vps_exit(void)
 {
 	debugfs_remove_recursive(vps_debugfs);
 	misc_deregister(&vps_misc);
+	/* the last LUNs a worker let go of */
+	destroy_workqueue(vps_free_wq);
 	kmem_cache_destroy(vps_req_cache);
 }
 

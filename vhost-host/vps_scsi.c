@@ -9,6 +9,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blkdev.h>
+#include <linux/pagemap.h>
 #include <linux/falloc.h>
 #include <linux/highmem.h>
 #include <scsi/scsi_proto.h>
@@ -95,6 +96,17 @@ static u64 vps_lun_bytes(struct vps_lu *lun)
 	if (lun->is_bdev)
 		return bdev_nr_bytes(I_BDEV(lun->file->f_mapping->host));
 	return i_size_read(inode);
+}
+
+/*
+ * Read-only for the guest: attached so, or a block device made read-only
+ * on the host since (BLKROSET, blockdev --setro), which the block layer
+ * enforces for writes but not for discards we issue ourselves.
+ */
+static bool vps_lun_ro(struct vps_lu *lun)
+{
+	return (lun->flags & VPS_LUN_READ_ONLY) ||
+	       (lun->is_bdev && bdev_read_only(I_BDEV(lun->file->f_mapping->host)));
 }
 
 int vps_lun_probe(struct vps_lu *lun, u32 block_size)
@@ -185,7 +197,7 @@ static void vps_rw(struct vps_dev *dev, struct vps_req *req,
 		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE, 0);
 		return;
 	}
-	if (req->write && (lun->flags & VPS_LUN_READ_ONLY)) {
+	if (req->write && vps_lun_ro(lun)) {
 		vps_check(dev, req, SK_DATA_PROTECT, ASC_WRITE_PROTECTED, 0);
 		return;
 	}
@@ -447,12 +459,12 @@ static void vps_mode_sense(struct vps_dev *dev, struct vps_req *req,
 	len = hdr + bd + vps_mode_pages(lun, page, pc, &b[hdr + bd]);
 	if (ten) {
 		put_unaligned_be16(len - 2, &b[0]);
-		b[3] = (lun->flags & VPS_LUN_READ_ONLY) ? 0x80 : 0;
+		b[3] = vps_lun_ro(lun) ? 0x80 : 0;
 		put_unaligned_be16(bd, &b[6]);
 		alloc = get_unaligned_be16(&cdb[7]);
 	} else {
 		b[0] = len - 1;
-		b[2] = (lun->flags & VPS_LUN_READ_ONLY) ? 0x80 : 0;
+		b[2] = vps_lun_ro(lun) ? 0x80 : 0;
 		b[3] = bd;
 		alloc = cdb[4];
 	}
@@ -509,22 +521,56 @@ static void vps_sync_cache(struct vps_dev *dev, struct vps_req *req,
 	vps_good(dev, req);
 }
 
+/*
+ * What BLKDISCARD does for a block device: refused once the device is
+ * read-only (blockdev --setro after the attach: our own flag is only the
+ * VMM's view), and the host's page cache of the range dropped under the
+ * invalidate lock, so nothing on the host reads the old data afterwards
+ * and no reader fills it back in while the discard runs.  Clean pages
+ * only: a filesystem's dirty buffers (a LUN that is also mounted, a
+ * misconfiguration) are left alone, unlike truncate_bdev_range(), which
+ * needs an exclusive claim we cannot take portably.
+ */
 static int vps_discard(struct vps_lu *lun, u64 lba, u64 nblk)
 {
-	if (lun->is_bdev)
-		return blkdev_issue_discard(I_BDEV(lun->file->f_mapping->host),
-					    lba << (lun->block_shift - 9),
-					    nblk << (lun->block_shift - 9),
-					    GFP_KERNEL);
-	return vfs_fallocate(lun->file, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			     lba << lun->block_shift, nblk << lun->block_shift);
+	struct address_space *mapping = lun->file->f_mapping;
+	loff_t start = lba << lun->block_shift;
+	loff_t end = start + (nblk << lun->block_shift) - 1;
+	int ret;
+
+	if (!lun->is_bdev)
+		return vfs_fallocate(lun->file,
+				     FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				     start, end - start + 1);
+	if (vps_lun_ro(lun))
+		return -EROFS;
+	filemap_invalidate_lock(mapping);
+	invalidate_inode_pages2_range(mapping, start >> PAGE_SHIFT,
+				      end >> PAGE_SHIFT);
+	ret = blkdev_issue_discard(I_BDEV(mapping->host),
+				   lba << (lun->block_shift - 9),
+				   nblk << (lun->block_shift - 9), GFP_KERNEL);
+	filemap_invalidate_unlock(mapping);
+	return ret;
+}
+
+/* a failed discard: a device gone read-only meanwhile, or an I/O error */
+static void vps_discard_failed(struct vps_dev *dev, struct vps_req *req,
+			       int err)
+{
+	if (err == -EROFS || err == -EPERM) {
+		vps_check(dev, req, SK_DATA_PROTECT, ASC_WRITE_PROTECTED, 0);
+		return;
+	}
+	dev->stats.errors_backing++;
+	vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
 }
 
 /* checks common to UNMAP and WRITE SAME; true when the caller goes on */
 static bool vps_discard_ok(struct vps_dev *dev, struct vps_req *req,
 			   struct vps_lu *lun)
 {
-	if (lun->flags & VPS_LUN_READ_ONLY) {
+	if (vps_lun_ro(lun)) {
 		vps_check(dev, req, SK_DATA_PROTECT, ASC_WRITE_PROTECTED, 0);
 		return false;
 	}
@@ -578,10 +624,10 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 	for (i = 0; i < ndesc; i++) {
 		u64 lba = get_unaligned_be64(&b[8 + 16 * i]);
 		u32 nblk = get_unaligned_be32(&b[8 + 16 * i + 8]);
+		int err = nblk ? vps_discard(lun, lba, nblk) : 0;
 
-		if (nblk && vps_discard(lun, lba, nblk)) {
-			dev->stats.errors_backing++;
-			vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
+		if (err) {
+			vps_discard_failed(dev, req, err);
 			return;
 		}
 	}
@@ -593,6 +639,7 @@ static void vps_write_same(struct vps_dev *dev, struct vps_req *req,
 {
 	u64 lba = get_unaligned_be64(&cdb[2]);
 	u32 nblk = get_unaligned_be32(&cdb[10]);
+	int err;
 
 	/* only the UNMAP form: we advertise nothing else (VPD 0xb2) */
 	if (!(cdb[1] & 0x08) || (cdb[1] & 0x01)) {
@@ -609,9 +656,9 @@ static void vps_write_same(struct vps_dev *dev, struct vps_req *req,
 		vps_invalid_field(dev, req);
 		return;
 	}
-	if (vps_discard(lun, lba, nblk)) {
-		dev->stats.errors_backing++;
-		vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
+	err = vps_discard(lun, lba, nblk);
+	if (err) {
+		vps_discard_failed(dev, req, err);
 		return;
 	}
 	vps_good(dev, req);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 58
+# checks: 68
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one
@@ -12,19 +12,23 @@
 # unaffected, and once the fault is gone the old data intact and a new
 # write + verify clean.  The same with null_blk's bad blocks (configfs)
 # for reads.  Then a LUN over dm-delay (200 ms per I/O) is
-# detached with 48 commands in flight: each completes once, GOOD, and the
-# LUN answers LOGICAL UNIT NOT SUPPORTED afterwards; over the same slow
+# detached with 48 commands in flight: each completes once, GOOD, the
+# LUN answers LOGICAL UNIT NOT SUPPORTED afterwards, and the dm device can
+# be removed while the adapter stays open; over another slow
 # LUN, the per-LUN cap on commands in flight (a LUN override, then the
 # max_outstanding module parameter) answers the excess TASK SET FULL.
+# Last, fsfreeze of ext4 under a file LUN (over dm-delay) with writes in
+# flight: the freeze completes in seconds, the thaw lets the held writes
+# through, each completes once and reads back.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
-vm_modules null_blk dm_mod dm_flakey dm_delay
+vm_modules null_blk dm_mod dm_flakey dm_delay ext4
 vm_ours vhost_pvscsi
-vm_bins "$VPS_TOP/tests/host/vps_test" dmsetup
+vm_bins "$VPS_TOP/tests/host/vps_test" dmsetup mkfs.ext4 fsfreeze
 vm_run host-faults <<'GUEST'
 export DM_DISABLE_UDEV=1	# no udev here: dmsetup makes /dev/mapper nodes itself
 modprobe -r null_blk
-modprobe null_blk nr_devices=1 gb=1 memory_backed=1
+modprobe null_blk nr_devices=2 gb=1 memory_backed=1
 t_check load vps_load vhost_pvscsi
 S=$(cat /sys/block/nullb0/size)
 B=1024			# bad chunk: blocks 1024..1087 (512-byte sectors)
@@ -60,7 +64,10 @@ t_tap badblocks vps_test faults "$nb" $B read "echo +$B-$((E - 1)) > $n/badblock
 	"echo -$B-$((E - 1)) > $n/badblocks"
 echo 0 > $n/power; rmdir $n
 t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 --noudevsync"
-t_tap detach vps_test detach-inflight /dev/mapper/d0
+# detached with I/O in flight, the device is free again while the
+# adapter stays open (the last reference went in the worker)
+t_check dm-delay-1 sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d1 --noudevsync"
+t_tap detach vps_test detach-inflight /dev/mapper/d1 "dmsetup remove --noudevsync d1"
 # the per-LUN cap: a LUN override of 3, then the module parameter (2)
 t_tap cap-lun vps_test cap /dev/mapper/d0 3 3
 p=/sys/module/vhost_pvscsi/parameters/max_outstanding
@@ -69,6 +76,14 @@ echo 2 > $p
 t_tap cap-param vps_test cap /dev/mapper/d0 0 2
 echo "$old" > $p
 t_check dm-delay-remove dmsetup remove --noudevsync d0
+# fsfreeze of the filesystem under a file LUN with writes in flight
+# (ext4 over dm-delay, 300 ms per I/O): the freeze completes, and the
+# writes the worker held complete once the filesystem thaws
+mkfs.ext4 -q -E nodiscard /dev/nullb1 && mkdir -p /mnt/z && mount /dev/nullb1 /mnt/z &&
+	dd if=/dev/zero of=/mnt/z/lun.img bs=1M count=8 conv=fsync 2>/dev/null && umount /mnt/z
+t_check dm-delay-fs sh -c "echo '0 $(cat /sys/block/nullb1/size) delay /dev/nullb1 0 300' | dmsetup create z0 --noudevsync && mount /dev/mapper/z0 /mnt/z"
+t_tap freeze vps_test freeze /mnt/z/lun.img /mnt/z
+t_check dm-delay-fs-remove sh -c "umount /mnt/z && dmsetup remove --noudevsync z0"
 g=/sys/kernel/debug/vhost_pvscsi/gauges
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 t_check unload rmmod vhost_pvscsi

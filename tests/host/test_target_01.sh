@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612 61
-# checks: 255
+# checks: 271
 #
 # vhost_pvscsi.ko driven by tests/host/vps_test, which plays VMM and guest
 # over /dev/vhost-pvscsi.  Against a memory-backed null_blk (with discard),
@@ -14,8 +14,12 @@
 # table, a producer more than a ring ahead, a completion consumer ahead of
 # the producer), bad ring setups, kicks before setup, resets and aborts with
 # I/O in flight (each command completes exactly once), the message ring;
-# then the same run with brd as the disk; closing the fd with I/O in
-# flight; and that the module unloads with no request or LUN left behind.
+# an O_APPEND LUN refused at attach; then the same run with brd as the
+# disk; closing the fd with I/O in flight; null_blk made read-only on the
+# host after the attach (blockdev --setro): UNMAP, WRITE SAME and WRITE
+# refused DATA PROTECT, the data kept, and before that an UNMAP dropping
+# the host's page cache of the range; the worker in the owner's cgroup;
+# and that the module unloads with no request or LUN left behind.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk brd ext4
@@ -35,6 +39,13 @@ t_check devnode test -c /dev/vhost-pvscsi
 t_tap nullb vps_test check /dev/nullb0 /mnt/f/lun.img /dev/ram0
 t_tap brd vps_test check /dev/ram0 /mnt/f/lun.img /dev/nullb0
 t_tap close vps_test close-inflight /dev/nullb0
+# a block device made read-only on the host after the attach refuses
+# UNMAP and WRITE SAME too; an UNMAP drops the host's page cache of it
+t_tap ro-bdev vps_test ro-bdev /dev/nullb0
+# the worker runs in the VMM's cgroups (6.1: a kthread moved there)
+grep -q ' /sys/fs/cgroup ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
+mkdir -p /sys/fs/cgroup/vps-owner
+t_tap cgroup sh -c 'echo $$ > /sys/fs/cgroup/vps-owner/cgroup.procs && exec vps_test cgroup'
 g=/sys/kernel/debug/vhost_pvscsi/gauges
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 t_check unload rmmod vhost_pvscsi

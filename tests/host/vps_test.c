@@ -22,6 +22,7 @@
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <linux/vhost.h>
 
 #include "vhost_pvscsi.h"
@@ -1327,6 +1329,15 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0) &&
 	    !attach(1, 0, file, 0, 0) && !attach(2, 0, ro, VPS_LUN_READ_ONLY, 0),
 	    "attach-luns", "%s", strerror(errno));
+	{
+		/* O_APPEND would send every WRITE to the end of the file */
+		struct vps_lun l = { .target = 3, .fd = open(file, O_RDWR | O_DIRECT | O_APPEND) };
+		int ret = ioctl(vfd, VPS_ATTACH_LUN, &l);
+
+		tap(l.fd >= 0 && ret < 0 && errno == EINVAL, "attach-o-append-refused",
+		    "ret %d %s", ret, strerror(errno));
+		close(l.fd);
+	}
 	/* the DEV_ADDED messages of the attaches */
 	msg_cons = rs->msg_prod_idx;
 	rs->msg_cons_idx = msg_cons;
@@ -1508,7 +1519,12 @@ static int do_faults(const char *disk, uint64_t bad_lba, int wr,
 }
 
 /* detach the LUN while its I/O is in flight (a slow backing helps) */
-static int do_detach_inflight(const char *disk)
+/*
+ * CMD (optional) runs once both LUNs are detached, the adapter still
+ * open: the device must be free by then (dmsetup remove), also when the
+ * last reference to a LUN went with a completion in the worker.
+ */
+static int do_detach_inflight(const char *disk, const char *cmd)
 {
 	static struct result res[64];
 	struct vps_stats s;
@@ -1559,6 +1575,16 @@ static int do_detach_inflight(const char *disk)
 	c.lun = 1;
 	CHECK_GOOD("other-lun-still-there", c);
 	tap(stats().in_flight == 0, "nothing-in-flight", "in flight");
+	if (cmd) {
+		tap(!detach(0, 1), "detach-other-lun", "%s", strerror(errno));
+		/* the worker's last fput is deferred to a kworker: moments */
+		for (i = 0, e = 1; i < 50 && e; i++) {
+			e = shell(cmd);
+			if (e)
+				usleep(100000);
+		}
+		tap(!e, "device-free-after-detach", "'%s' failed for 5 s", cmd);
+	}
 	close_adapter();
 	(void)r;
 	printf("1..%d\n", tests);
@@ -1652,6 +1678,253 @@ static int do_bench(const char *disk, int qd, double seconds)
 	return 0;
 }
 
+/*
+ * A block device made read-only on the host after the attach (blockdev
+ * --setro): UNMAP and WRITE SAME must be refused like WRITE, DATA PROTECT,
+ * and the data stays.  Before that, an UNMAP drops the host's page cache
+ * of the range: a buffered read on the host sees what the device holds.
+ */
+static int host_read(const char *path, uint64_t off, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		die(path);
+	n = pread(fd, buf, len, off);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+static struct cmd unmap_cmd(uint8_t *w, uint64_t lba, uint32_t nblk)
+{
+	memset(w, 0, 24);
+	w[1] = 22;
+	w[3] = 16;
+	be64(w + 8, lba);
+	be32(w + 16, nblk);
+	return (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
+			     .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
+			     .data_gpa = gpa(w), .data_len = 24 };
+}
+
+static int do_ro_bdev(const char *disk)
+{
+	static uint8_t host[64 * 512], want[64 * 512];
+	uint8_t *w, *u;
+	char cmd[300];
+	struct result r;
+	struct cmd c;
+	int e, i, zero;
+
+	open_ram();
+	open_adapter();
+	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
+	w = data();
+	u = w + 64 * 512;
+	pattern(w, 2048, 64, 21);
+	memcpy(want, w, sizeof(want));
+	c = rw16(1, 2048, 64, w, 512);
+	CHECK_GOOD("write-pattern", c);
+	/* the host caches the range, then the guest unmaps half of it */
+	tap(!host_read(disk, 2048 * 512, host, sizeof(host)) &&
+	    !memcmp(host, want, sizeof(host)), "host-reads-pattern", "");
+	c = unmap_cmd(u, 2048, 32);
+	CHECK_GOOD("unmap", c);
+	e = host_read(disk, 2048 * 512, host, sizeof(host));
+	for (zero = 1, i = 0; i < 32 * 512; i++)
+		zero &= !host[i];
+	tap(!e && zero && !memcmp(host + 32 * 512, want + 32 * 512, 32 * 512),
+	    "unmap-drops-host-page-cache", "host sees %02x%02x... in the unmapped half",
+	    host[0], host[1]);
+	snprintf(cmd, sizeof(cmd), "blockdev --setro %s", disk);
+	tap(!shell(cmd), "setro", "");
+	c = unmap_cmd(u, 2080, 32);
+	CHECK_SENSE("unmap-refused-on-ro-device", c, 7, 0x27, 0);
+	c = (struct cmd){ .cdb = { 0x93, 0x08 }, .cdb_len = 16,
+			  .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE, .data_gpa = gpa(u),
+			  .data_len = 512 };
+	be64(&c.cdb[2], 2080);
+	be32(&c.cdb[10], 32);
+	CHECK_SENSE("write-same-refused-on-ro-device", c, 7, 0x27, 0);
+	c = rw16(1, 2080, 1, w, 512);
+	CHECK_SENSE("write-refused-on-ro-device", c, 7, 0x27, 0);
+	c = cmd_in((uint8_t[]){ 0x1a, 0, 0x3f, 0, 255, 0 }, 6, 255);
+	e = run(&c, &r);
+	tap(!e && good(&r) && (data()[2] & 0x80), "mode-sense-wp-on-ro-device", "%x",
+	    data()[2]);
+	memset(w, 0xee, 32 * 512);
+	c = rw16(0, 2080, 32, w, 512);
+	e = run(&c, &r);
+	tap(!e && good(&r) && !memcmp(w, want + 32 * 512, 32 * 512), "data-kept-on-ro-device",
+	    "host %x scsi %x", r.host, r.scsi);
+	snprintf(cmd, sizeof(cmd), "blockdev --setrw %s", disk);
+	shell(cmd);
+	c = unmap_cmd(u, 2080, 32);
+	CHECK_GOOD("unmap-after-setrw", c);
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/*
+ * The worker runs in the owner's cgroups (as vhost's does), so cpu.max,
+ * io.max and memory.max hold for the work a guest makes it do: a thread of
+ * ours on 6.12 (vhost_task), a kthread moved there on 6.1.
+ */
+static int read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return 0;
+}
+
+static int do_cgroup(void)
+{
+	char want[512], got[512] = "", path[600], comm[64], name[32];
+	struct dirent *p, *t;
+	DIR *pd, *td;
+	int found = 0;
+
+	open_ram();
+	open_adapter();
+	if (read_text("/proc/self/cgroup", want, sizeof(want)))
+		die("/proc/self/cgroup");
+	/*
+	 * the worker is named after the owner's pid: a thread's comm keeps
+	 * 15 characters of it, a 6.1 kthread's shows it whole
+	 */
+	snprintf(name, sizeof(name), "vhost-pvscsi-%d", getpid());
+	pd = opendir("/proc");
+	while (pd && (p = readdir(pd))) {
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task", p->d_name);
+		td = opendir(path);
+		while (td && (t = readdir(td))) {
+			snprintf(path, sizeof(path), "/proc/%s/task/%s/comm", p->d_name,
+				 t->d_name);
+			if (t->d_name[0] == '.' || read_text(path, comm, sizeof(comm)))
+				continue;
+			comm[strcspn(comm, "\n")] = 0;
+			if (strstr(comm, "pvscsi"))
+				printf("# %s/%s: %s\n", p->d_name, t->d_name, comm);
+			if (strcmp(comm, name) &&
+			    (strlen(comm) != 15 || strncmp(comm, name, 15)))
+				continue;
+			found++;
+			snprintf(path, sizeof(path), "/proc/%s/task/%s/cgroup", p->d_name,
+				 t->d_name);
+			read_text(path, got, sizeof(got));
+		}
+		if (td)
+			closedir(td);
+	}
+	if (pd)
+		closedir(pd);
+	tap(found == 1, "worker-found", "%d threads named %s", found, name);
+	tap(found == 1 && !strcmp(got, want) && strcmp(want, "0::/\n"),
+	    "worker-in-owner-cgroup", "owner %s worker %s", want, got);
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/*
+ * fsfreeze with writes in flight: a file LUN on a filesystem over a slow
+ * device (dm-delay, 300 ms), a burst of writes in flight, the freeze
+ * started, a second burst the worker must wait with until the thaw.  The freeze
+ * must complete within seconds (it waits only for the first burst), and
+ * after the thaw every write completes GOOD once and reads back.
+ */
+static int do_freeze(const char *file, const char *mnt)
+{
+	static struct result res[64];
+	static uint8_t seen[64];
+	uint64_t base;
+	uint32_t i, got, nok = 0, dup = 0, bad = 0;
+	char cmd[300];
+	int st = -1, e;
+	double t0;
+	pid_t pid;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = vps_sim_blocks(file);
+	tap(!attach(0, 0, file, 0, 0), "attach", "%s", strerror(errno));
+	base = next_ctx;
+	for (i = 0; i < 32; i++) {
+		uint8_t *b = data() + (size_t)i * 4096;
+		struct cmd c = rw16(1, i * 64, 8, b, 512);
+
+		pattern(b, i * 64, 8, 41);
+		put_req(&c, next_ctx++, i);
+	}
+	kick();
+	usleep(20000);
+	t0 = now();
+	pid = fork();
+	if (pid == 0) {
+		execlp("fsfreeze", "fsfreeze", "--freeze", mnt, (char *)NULL);
+		_exit(127);
+	}
+	/* the freeze has begun: it waits for the first burst's writes */
+	usleep(250000);
+	for (i = 32; i < 64; i++) {
+		uint8_t *b = data() + (size_t)i * 4096;
+		struct cmd c = rw16(1, i * 64, 8, b, 512);
+
+		pattern(b, i * 64, 8, 41);
+		put_req(&c, next_ctx++, i);
+	}
+	kick();
+	while (now() - t0 < 15 && waitpid(pid, &st, WNOHANG) == 0)
+		usleep(20000);
+	tap(WIFEXITED(st) && !WEXITSTATUS(st), "freeze-completes-with-writes-in-flight",
+	    "fsfreeze --freeze %s: %s after %.1f s", mnt,
+	    st == -1 ? "still waiting" : "failed", now() - t0);
+	printf("# frozen after %.2f s\n", now() - t0);
+	if (st == -1) {
+		/* the deadlock: a thaw would wait for the freeze forever */
+		printf("1..%d\n", tests);
+		_exit(1);
+	}
+	usleep(300000);
+	snprintf(cmd, sizeof(cmd), "fsfreeze --unfreeze %s", mnt);
+	tap(!shell(cmd), "thaw", "");
+	got = get_cmps(res, 64, 20000);
+	for (i = 0; i < got; i++) {
+		uint64_t k = res[i].context - base;
+
+		if (k >= 64 || seen[k]++)
+			dup++;
+		if (!good(&res[i]))
+			nok++;
+	}
+	tap(got == 64 && !dup && !nok, "writes-complete-once-after-thaw",
+	    "got %u/64 dup %u not good %u", got, dup, nok);
+	for (i = 0; i < 64; i++) {
+		uint8_t *want = data() + (4u << 20), *rd = want + 4096;
+		struct result r;
+		struct cmd c = rw16(0, i * 64, 8, rd, 512);
+
+		pattern(want, i * 64, 8, 41);
+		e = run(&c, &r);
+		if (e || !good(&r) || memcmp(want, rd, 4096))
+			bad++;
+	}
+	tap(!bad, "writes-read-back", "%u of 64 ranges differ", bad);
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "check"))
@@ -1665,13 +1938,22 @@ int main(int argc, char **argv)
 				 !strcmp(argv[4], "write"), argv[5], argv[6]);
 	if (argc == 5 && !strcmp(argv[1], "cap"))
 		return do_cap(argv[2], atoi(argv[3]), atoi(argv[4]));
-	if (argc == 3 && !strcmp(argv[1], "detach-inflight"))
-		return do_detach_inflight(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "detach-inflight"))
+		return do_detach_inflight(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc == 3 && !strcmp(argv[1], "ro-bdev"))
+		return do_ro_bdev(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "cgroup"))
+		return do_cgroup();
+	if (argc == 4 && !strcmp(argv[1], "freeze"))
+		return do_freeze(argv[2], argv[3]);
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
 		"       vps_test bench DISK QD SECONDS\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
-		"       vps_test detach-inflight DISK\n"
-		"       vps_test cap DISK CAP WANT_GOOD\n");
+		"       vps_test detach-inflight DISK [CMD]\n"
+		"       vps_test cap DISK CAP WANT_GOOD\n"
+		"       vps_test ro-bdev DISK\n"
+		"       vps_test cgroup\n"
+		"       vps_test freeze FILE MOUNTPOINT\n");
 	return 2;
 }
