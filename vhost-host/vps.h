@@ -116,15 +116,31 @@ struct vps_dev {
 	 * marked [M] is read and written only under it.
 	 */
 	struct mutex mutex;
-	struct mm_struct *mm;			/* [M] owner's, mmget held */
+	/*
+	 * [M] The owner's mm, mmgrab only: its address space (the guest's
+	 * RAM) goes when the owner's process does, not at our last close,
+	 * which another process holding the fd may put off indefinitely.
+	 */
+	struct mm_struct *mm;
 	struct task_struct *owner;		/* [M] */
+	/*
+	 * The owner's process has exited: everything that reached into its
+	 * memory is gone and every ioctl but the stats is refused.  Written
+	 * under @mutex, once; read locklessly by vps_worker_wake().
+	 */
+	bool owner_gone;
 	struct vps_worker worker;		/* [M] set with the owner */
 	struct vps_mem *mem;			/* [M] */
 
 	/* ring state, all [M] */
 	bool rings_ok;
 	bool broken;				/* guest error: stop until reset */
-	bool quiesce;				/* a reset waits: consume nothing */
+	/*
+	 * The resets (and the teardowns) waiting for the backing I/O, which
+	 * drop @mutex meanwhile: while any does, consume nothing.  A count,
+	 * so that the first to finish does not lift another one's.
+	 */
+	unsigned int quiesce;
 	bool backlog_wait;			/* completions wait for ring room */
 	bool need_call;				/* posted since the last call */
 	bool cmp_stall;				/* stopped: no completion room */

@@ -45,6 +45,7 @@ static struct kmem_cache *vps_req_cache;
 static struct workqueue_struct *vps_free_wq;
 
 static void vps_worker_wake(struct vps_dev *dev);
+static void vps_owner_gone(struct vps_dev *dev);
 
 /* module-wide gauges, for the leak checks of the tests (debugfs) */
 static atomic_long_t vps_open_devs;
@@ -854,9 +855,19 @@ static bool vps_worker_step(void *data)
 	return true;
 }
 
-/* the owner got SIGKILL: release() will do what is left */
+/*
+ * The owner's process got SIGKILL or exited, and with it this thread,
+ * which is about to exit too: let go of the owner's memory now (the
+ * thread's own hold on it goes with it), and make sure nothing wakes a
+ * task that is gone.  release() frees the rest.
+ */
 static void vps_worker_killed(void *data)
 {
+	struct vps_dev *dev = data;
+
+	mutex_lock(&dev->mutex);
+	vps_owner_gone(dev);
+	mutex_unlock(&dev->mutex);
 }
 
 static int vps_worker_start(struct vps_dev *dev, const char *name)
@@ -873,7 +884,11 @@ static int vps_worker_start(struct vps_dev *dev, const char *name)
 
 static void vps_worker_wake(struct vps_dev *dev)
 {
-	if (dev->worker.vtsk)
+	/*
+	 * A killed vhost_task exits: vps_owner_gone() stops every source of
+	 * wake-ups (kick, I/O, ioctls) before it returns to let it go.
+	 */
+	if (dev->worker.vtsk && !READ_ONCE(dev->owner_gone))
 		vhost_task_wake(dev->worker.vtsk);
 }
 
@@ -884,12 +899,31 @@ static void vps_worker_stop(struct vps_dev *dev)
 	dev->worker.vtsk = NULL;
 }
 #else
-/* a kthread that adopts the owner's mm to reach guest memory */
+/*
+ * A kthread that adopts the owner's mm to reach guest memory, a round at
+ * a time: between rounds it holds no user of the mm, so the address space
+ * goes when the owner's process exits.
+ */
+static void vps_kthread_round(struct vps_dev *dev)
+{
+	if (!mmget_not_zero(dev->mm)) {
+		/* the owner exited: what it left is let go of here */
+		mutex_lock(&dev->mutex);
+		vps_owner_gone(dev);
+		mutex_unlock(&dev->mutex);
+		return;
+	}
+	kthread_use_mm(dev->mm);
+	vps_round(dev);
+	kthread_unuse_mm(dev->mm);
+	/* the owner may have exited meanwhile: the address space goes here */
+	mmput(dev->mm);
+}
+
 static int vps_worker_fn(void *data)
 {
 	struct vps_dev *dev = data;
 
-	kthread_use_mm(dev->mm);
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop())
@@ -902,11 +936,10 @@ static int vps_worker_fn(void *data)
 				continue;
 		}
 		__set_current_state(TASK_RUNNING);
-		vps_round(dev);
+		vps_kthread_round(dev);
 		cond_resched();
 	}
 	__set_current_state(TASK_RUNNING);
-	kthread_unuse_mm(dev->mm);
 	return 0;
 }
 
@@ -1009,9 +1042,9 @@ static int vps_kick_start(struct vps_dev *dev, int fd)
 
 /*
  * Wait until no backing I/O is in flight, then collect the results.  The
- * caller holds dev->mutex and has set dev->quiesce so that the worker
+ * caller holds dev->mutex and has raised dev->quiesce so that the worker
  * submits nothing new; the mutex is dropped while waiting so completions
- * can run.
+ * can run (and another reset can come in and wait too).
  */
 static void vps_wait_io(struct vps_dev *dev)
 {
@@ -1093,6 +1126,50 @@ static void vps_drop_rings(struct vps_dev *dev)
 	memset(dev->msg_pages, 0, sizeof(dev->msg_pages));
 }
 
+/*
+ * The owner's process has exited (SIGKILL included).  Let go now of what
+ * it gave us and of what reaches into its memory, rather than at the last
+ * close: another process may hold the fd (inherited, passed) for as long
+ * as it likes.  The rings and the memory table go; the backing I/O in
+ * flight, which pins guest pages and points at our requests, is waited
+ * for; LUNs and eventfds are put.  Called from the worker with
+ * dev->mutex held; after it, nothing wakes the worker and no ioctl but
+ * the stats gets through.
+ */
+static void vps_owner_gone(struct vps_dev *dev)
+{
+	u32 t, l;
+
+	if (dev->owner_gone)
+		return;
+	/* first: the I/O completions below must not wake the worker */
+	WRITE_ONCE(dev->owner_gone, true);
+	vps_kick_stop(dev);
+	vps_drop_rings(dev);
+	dev->quiesce++;
+	vps_wait_io(dev);
+	dev->quiesce--;
+	/* the rings are gone: this frees what waited for ring room */
+	vps_drain_backlog(dev);
+	clear_bit(VPS_EV_KICK, &dev->events);
+	dev->backlog_wait = false;
+	kvfree(dev->mem);
+	dev->mem = NULL;
+	for (t = 0; t < VPS_MAX_TARGETS; t++) {
+		for (l = 0; l < VPS_MAX_LUNS; l++) {
+			vps_lun_put(dev->luns[t][l]);
+			dev->luns[t][l] = NULL;
+		}
+	}
+	if (dev->call_cmpl)
+		eventfd_ctx_put(dev->call_cmpl);
+	dev->call_cmpl = NULL;
+	if (dev->call_msg)
+		eventfd_ctx_put(dev->call_msg);
+	dev->call_msg = NULL;
+	pr_debug("owner of an adapter exited: its memory is let go\n");
+}
+
 /* ---------------------------------------------------------------------- */
 /* ioctls                                                                 */
 /* ---------------------------------------------------------------------- */
@@ -1125,19 +1202,25 @@ static int vps_set_owner(struct vps_dev *dev)
 	char name[32];
 	static atomic_t seq = ATOMIC_INIT(0);
 
-	struct mm_struct *mm;
 	int ret;
 
 	if (dev->owner)
 		return -EBUSY;
-	mm = get_task_mm(current);
-	if (!mm)
+	if (!current->mm)
 		return -EINVAL;
-	dev->mm = mm;
+	/*
+	 * The mm_struct only, not its address space (mmget): the guest's
+	 * RAM must go with the owner's process.  Whatever reaches into it
+	 * runs in the owner's context: its ioctls, a worker that is one of
+	 * its threads (vhost_task) or, as a kthread, mmget_not_zero()s it
+	 * for each round.
+	 */
+	dev->mm = current->mm;
+	mmgrab(dev->mm);
 	snprintf(name, sizeof(name), "vhost-pvscsi-%d", task_pid_nr(current));
 	ret = vps_worker_start(dev, name);
 	if (ret) {
-		mmput(mm);
+		mmdrop(dev->mm);
 		dev->mm = NULL;
 		return ret;
 	}
@@ -1206,9 +1289,20 @@ static int vps_set_mem_table(struct vps_dev *dev, void __user *argp)
 
 	old = dev->mem;
 	dev->mem = mem;
-	/* rings live in guest memory: look them up again in the new table */
-	if (dev->rings_ok && vps_map_rings(dev))
-		vps_break(dev, "ring pages outside the new memory table");
+	/*
+	 * Rings live in guest memory: look them up again in the new table.
+	 * Rings it no longer covers cannot be read or posted to, and a
+	 * failed lookup leaves them half translated: drop them, as an
+	 * adapter reset does, until the guest sets them up again.  What is
+	 * in flight completes unposted.
+	 */
+	if (dev->rings_ok && vps_map_rings(dev)) {
+		pr_warn_ratelimited("adapter of pid %d: ring pages outside the new memory table, rings dropped\n",
+				    task_pid_nr(dev->owner));
+		dev->stats.errors_guest++;
+		vps_drop_rings(dev);
+		vps_drain_backlog(dev);
+	}
 	if (dev->msg_ok && vps_map_msg_ring(dev))
 		dev->msg_ok = false;
 	kvfree(old);
@@ -1271,11 +1365,11 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp)
 	n = le32_to_cpu(c.num_pages);
 	if (!vps_pages_ok(n, PVSCSI_SETUP_MSG_RING_MAX_PAGES))
 		return -EINVAL;
+	/* from here a failure leaves no message ring, not half of one */
+	dev->msg_ok = false;
 	dev->msg_cfg = c;
-	if (vps_map_msg_ring(dev)) {
-		dev->msg_ok = false;
+	if (vps_map_msg_ring(dev))
 		return -EFAULT;
-	}
 	dev->msg_entries_log2 = ilog2(n * PVSCSI_MSG_DESCS_PER_PAGE);
 	dev->msg_prod = 0;
 	if (vps_rs_put(&dev->rs->msg_prod_idx, 0) ||
@@ -1454,9 +1548,9 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		vps_consume_cancelling(dev, BTSTAT_BUSRESET, &s);
 	vps_mark_aborted(dev, BTSTAT_BUSRESET, &s);
 	dev->stats.resets++;
-	dev->quiesce = true;
+	dev->quiesce++;
 	vps_wait_io(dev);
-	dev->quiesce = false;
+	dev->quiesce--;
 	if (r.kind == VPS_RESET_ADAPTER) {
 		/* the rings are gone: nothing more is written to the guest */
 		vps_drop_rings(dev);
@@ -1536,9 +1630,12 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		ret = vps_set_owner(dev);
 		goto out;
 	}
-	/* everything else belongs to the owner, as in vhost */
+	/*
+	 * Everything else belongs to the owner, as in vhost; once its
+	 * process is gone, to nobody (a process sharing its mm included).
+	 */
 	ret = -EPERM;
-	if (!dev->owner || dev->mm != current->mm)
+	if (!dev->owner || dev->owner_gone || dev->mm != current->mm)
 		goto out;
 
 	switch (cmd) {
@@ -1623,7 +1720,7 @@ static int vps_release(struct inode *inode, struct file *f)
 	 * and points at our requests, so wait for it.
 	 */
 	vps_drop_rings(dev);
-	dev->quiesce = true;
+	dev->quiesce++;		/* for good: dev goes */
 	vps_wait_io(dev);
 	mutex_unlock(&dev->mutex);
 
@@ -1643,7 +1740,7 @@ static int vps_release(struct inode *inode, struct file *f)
 		eventfd_ctx_put(dev->call_msg);
 	kvfree(dev->mem);
 	if (dev->mm)
-		mmput(dev->mm);
+		mmdrop(dev->mm);
 	if (dev->owner)
 		put_task_struct(dev->owner);
 	kfree(dev->scratch);

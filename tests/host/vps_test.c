@@ -6,8 +6,9 @@
  * program lays out PVSCSI rings in it, writes request descriptors, kicks
  * an eventfd and reads completions when the call eventfd fires.
  *
- *   vps_test check DISK RO_DISK    every command, integrity, hostile input
- *                                  (TAP; DISK is overwritten)
+ *   vps_test check DISK RO_DISK    every command, integrity, hostile input,
+ *                                  resets, memory table changes, a killed
+ *                                  owner (TAP; DISK is overwritten)
  *   vps_test close-inflight DISK   close the fd with I/O in flight
  *   vps_test faults DISK LBA read|write ON OFF
  *                                  backing errors: LBA fails (reads or
@@ -26,6 +27,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -176,11 +180,9 @@ static int reset(uint32_t kind, uint32_t target, uint32_t lun)
 	return ioctl(vfd, VPS_RESET, &r);
 }
 
-static void open_adapter(void)
+/* become the owner of vfd and set it up over ram */
+static void setup_adapter(void)
 {
-	vfd = open("/dev/vhost-pvscsi", O_RDWR);
-	if (vfd < 0)
-		die("/dev/vhost-pvscsi");
 	if (ioctl(vfd, VHOST_SET_OWNER))
 		die("SET_OWNER");
 	if (set_mem(GPA_BASE, RAM_SIZE, ram))
@@ -194,6 +196,14 @@ static void open_adapter(void)
 	if (setup_msg())
 		die("SETUP_MSG_RING");
 	vps_sim_eventfds(vfd, &kick_fd, &call_fd, &msg_fd);
+}
+
+static void open_adapter(void)
+{
+	vfd = open("/dev/vhost-pvscsi", O_RDWR);
+	if (vfd < 0)
+		die("/dev/vhost-pvscsi");
+	setup_adapter();
 }
 
 static void close_adapter(void)
@@ -1260,7 +1270,8 @@ static void check_lost_doorbell(void)
  * the command, fails back what it did not find and reuses the contexts:
  * each cancelled request must already have its completion there, the
  * others run as usual, and nothing may complete later.  No doorbell is
- * rung here at all.
+ * rung here at all.  A device reset covers its LUN only: not another
+ * target, nor LUN 1 of the same target.
  */
 static void check_cancel_unconsumed(void)
 {
@@ -1268,21 +1279,22 @@ static void check_cancel_unconsumed(void)
 		"device-reset-cancels-unconsumed", "bus-reset-cancels-unconsumed",
 		"abort-cancels-unconsumed" };
 	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
-	struct cmd t1 = c;
+	struct cmd t1 = c, l1 = c;
 	struct result res[8];
 
 	t1.target = 1;		/* another target: not in a device reset */
+	l1.lun = 1;		/* another LUN of target 0: neither */
 	for (int round = 0; round < 3; round++) {
 		/* target:lun of each request, and what it must complete with */
-		const struct cmd *cmds[4] = { &c, &c, &t1, &c };
-		uint16_t want[4];
+		const struct cmd *cmds[5] = { &c, &c, &t1, &c, &l1 };
+		uint16_t want[5];
 		uint64_t base = next_ctx, calls = calls_seen;
 		int e, got, i, bad = 0;
-		uint8_t seen[4] = {};
+		uint8_t seen[5] = {};
 
-		for (i = 0; i < 4; i++) {
+		for (i = 0; i < 5; i++) {
 			put_req(cmds[i], next_ctx++, i);
-			want[i] = round == 1 || (round == 0 && i != 2) ?
+			want[i] = round == 1 || (round == 0 && cmds[i] == &c) ?
 				  BTSTAT_BUSRESET : BTSTAT_SUCCESS;
 		}
 		if (round == 2) {
@@ -1294,21 +1306,351 @@ static void check_cancel_unconsumed(void)
 			e = reset(round == 0 ? VPS_RESET_DEVICE : VPS_RESET_BUS, 0, 0);
 		}
 		/* what is in the completion ring now, without waiting */
-		got = get_cmps(res, 4, 0);
+		got = get_cmps(res, 5, 0);
 		for (i = 0; i < got; i++) {
 			uint64_t k = res[i].context - base;
 
-			if (k >= 4 || seen[k]++ || res[i].host != want[k])
+			if (k >= 5 || seen[k]++ || res[i].host != want[k])
 				bad++;
 		}
-		tap(!e && got == 4 && !bad && wait_call(calls), names[round],
-		    "e %d errno %d: %d of 4 completed at once, %d wrong", e,
+		tap(!e && got == 5 && !bad && wait_call(calls), names[round],
+		    "e %d errno %d: %d of 5 completed at once, %d wrong", e,
 		    e ? errno : 0, got, bad);
 		kick();
 		tap(get_cmps(res, 1, 100) == 0, round == 0 ? "no-late-after-device-reset" :
 		    round == 1 ? "no-late-after-bus-reset" : "no-late-after-abort",
 		    "a cancelled request completed again");
 	}
+}
+
+/*
+ * A device reset covers one LUN, also among the completions that wait for
+ * room in the completion ring: with the ring full (the guest reaps
+ * nothing), completions of LUN 0 and LUN 1 of target 0 wait behind it
+ * when LUN 0 is reset.  LUN 0's come back BUSRESET, LUN 1's GOOD as they
+ * were, each once.
+ */
+static void check_lun_reset_backlog(void)
+{
+	static struct result res[256];
+	static uint8_t seen[256];
+	struct cmd l0 = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct cmd l1 = l0;
+	uint32_t i, n = 256, full = PVSCSI_CMP_DESCS_PER_PAGE;
+	uint32_t got = 0, dup = 0, bad = 0;
+	uint64_t base;
+	int e, k;
+
+	l1.lun = 1;
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	tap(!setup_rings(REQ_PAGES, 1, gpa(page(P_RS))) && !setup_msg(),
+	    "lun-reset-backlog-setup", "%s", strerror(errno));
+	cmp_entries = full;
+	base = next_ctx;
+	/* the first ring-full LUN 1, then LUN 1 and LUN 0 in turn */
+	for (i = 0; i < n; i++)
+		put_req(i < full || !(i % 2) ? &l1 : &l0, next_ctx++, i % 64);
+	kick();
+	for (k = 0; k < 300; k++) {
+		if (rs->req_cons_idx == n && stats().in_flight == n - full)
+			break;
+		usleep(10000);
+	}
+	e = reset(VPS_RESET_DEVICE, 0, 0);
+	memset(seen, 0, sizeof(seen));
+	while (got < n) {
+		int m = get_cmps(res, n - got, 3000), j;
+
+		if (m <= 0)
+			break;
+		for (j = 0; j < m; j++) {
+			uint64_t x = res[j].context - base;
+
+			if (x >= n || seen[x]++)
+				dup++;
+			else if ((x >= full && x % 2) ? res[j].host != BTSTAT_BUSRESET :
+				 !good(&res[j]))
+				bad++;
+		}
+		got += m;
+	}
+	tap(!e && k < 300 && got == n && !dup && !bad,
+	    "device-reset-spares-other-lun-backlog",
+	    "e %d backlog %s: got %u/%u dup %u wrong status %u", e,
+	    k < 300 ? "built" : "not built", got, n, dup, bad);
+	cmp_entries = CMP_ENTRIES;
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	setup_msg();
+}
+
+struct resetter {
+	pthread_t thread;
+	uint32_t lun;		/* the LUN of target 0 its device resets hit */
+	int done, failed;
+};
+
+static int resetters_stop;
+
+static void *resetter_fn(void *arg)
+{
+	struct resetter *t = arg;
+
+	while (!__atomic_load_n(&resetters_stop, __ATOMIC_ACQUIRE)) {
+		if (reset(t->done % 3 ? VPS_RESET_DEVICE : VPS_RESET_BUS, 0, t->lun))
+			t->failed++;
+		t->done++;
+		usleep(100 + (t->done * 37) % 700);
+	}
+	return NULL;
+}
+
+/*
+ * Resets from two threads at once with READs in flight on both LUNs of
+ * target 0.  A reset waits for the backing I/O with the adapter's lock
+ * dropped, so the two overlap: the first to finish must not lift the
+ * other's quiesce, and neither may leave it raised.  Every command
+ * completes once, GOOD or BUSRESET, and the adapter works afterwards.
+ */
+static void check_concurrent_resets(void)
+{
+	static struct result res[64];
+	static uint8_t seen[2048];
+	struct resetter t[2] = { { .lun = 0 }, { .lun = 1 } };
+	uint32_t total = 2048, posted = 0, got = 0, dup = 0, bad = 0, i;
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint64_t base = next_ctx;
+	struct vps_stats s;
+	double t0 = now();
+
+	memset(seen, 0, sizeof(seen));
+	__atomic_store_n(&resetters_stop, 0, __ATOMIC_RELEASE);
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&t[i].thread, NULL, resetter_fn, &t[i]))
+			die("pthread_create");
+	while (got < total && now() - t0 < 30) {
+		int k, j;
+
+		while (posted < total && posted - got < 64) {
+			struct cmd w = rw16(0, (posted * 64) % (disk_blocks - 64), 64,
+					    data() + (size_t)(posted % 64) * 32768, 512);
+
+			w.lun = posted % 2;
+			put_req(&w, next_ctx++, posted % 64);
+			posted++;
+		}
+		kick();
+		k = get_cmps(res, posted - got, 20);
+		for (j = 0; j < k; j++) {
+			uint64_t x = res[j].context - base;
+
+			if (x >= total || seen[x]++)
+				dup++;
+			else if (!good(&res[j]) && res[j].host != BTSTAT_BUSRESET)
+				bad++;
+		}
+		got += k;
+	}
+	__atomic_store_n(&resetters_stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i].thread, NULL);
+	tap(got == total && !dup && !bad && !t[0].failed && !t[1].failed &&
+	    t[0].done && t[1].done, "concurrent-resets-complete-once",
+	    "got %u/%u dup %u wrong status %u; resets %d+%d, %d+%d failed",
+	    got, total, dup, bad, t[0].done, t[1].done, t[0].failed, t[1].failed);
+	tap(get_cmps(res, 1, 100) == 0, "no-extra-after-concurrent-resets",
+	    "an extra completion");
+	CHECK_GOOD("io-after-concurrent-resets", c);
+	s = stats();
+	tap(s.in_flight == 0 && s.pinned_pages == 0, "nothing-in-flight-after-concurrent-resets",
+	    "in flight %llu, I/O %llu", (unsigned long long)s.in_flight,
+	    (unsigned long long)s.pinned_pages);
+}
+
+/*
+ * Rings the memory table stops covering are dropped, as an adapter reset
+ * drops them: the adapter consumes and posts nothing, refuses what needs
+ * rings (EINVAL), and the guest's next SETUP_RINGS works.  Regression:
+ * the rings stayed set up, translated half through the new table, or
+ * with no rings state page at all.  Round 0: the new table covers the
+ * rings state and the first request pages (the lookup fails part-way);
+ * round 1: none of it; round 2: a SETUP_RINGS over working rings fails.
+ */
+static void check_remap_failure(void)
+{
+	static const char *const names[3][3] = {
+		{ "remap-part-way-drops-rings", "remap-part-way-quiet",
+		  "io-after-remap-part-way" },
+		{ "remap-away-drops-rings", "remap-away-quiet", "io-after-remap-away" },
+		{ "failed-setup-rings-drops-rings", "failed-setup-rings-quiet",
+		  "io-after-failed-setup-rings" } };
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint32_t on = 1, cons;
+	int round, e, em, ret;
+	struct result r;
+
+	for (round = 0; round < 3; round++) {
+		cons = rs->req_cons_idx;
+		rs->req_call_threshold = 0;
+		if (round == 0)
+			ret = set_mem(GPA_BASE, 4 * PG, ram);
+		else if (round == 1)
+			ret = set_mem(GPA_BASE + (uint64_t)P_DATA * PG,
+				      RAM_SIZE - P_DATA * PG, page(P_DATA));
+		else
+			ret = !setup_rings(REQ_PAGES, CMP_PAGES, GPA_BASE + RAM_SIZE);
+		e = ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on) ? errno : 0;
+		em = setup_msg() ? errno : 0;
+		tap(!ret && e == EINVAL && em == EINVAL, names[round][0],
+		    "ret %d, threshold errno %d, message ring errno %d", ret, e, em);
+		put_req(&c, next_ctx++, 0);
+		kick();
+		tap(get_cmps(&r, 1, 300) == 0 && rs->req_cons_idx == cons &&
+		    !rs->req_call_threshold, names[round][1],
+		    "consumed %u, threshold %u", rs->req_cons_idx - cons,
+		    rs->req_call_threshold);
+		if (round < 2)
+			set_mem(GPA_BASE, RAM_SIZE, ram);
+		memset(page(P_RS), 0, PG);
+		req_prod = 0;
+		cmp_cons = 0;
+		msg_cons = 0;
+		if (setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS))) || setup_msg())
+			tap(0, names[round][2], "setup: %s", strerror(errno));
+		else
+			CHECK_GOOD(names[round][2], c);
+	}
+}
+
+/*
+ * The owner's side, in a child: become the owner of fd over "guest RAM"
+ * mapped from the file at path, run a command, put READs in flight, tell
+ * the parent (one byte: 0 all well) and wait to be killed.  No TAP here:
+ * the parent numbers the tests.
+ */
+static int owner_child(int fd, const char *path, const char *disk, int to_parent)
+{
+	uint8_t status = 1;
+	struct result r;
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint32_t i;
+	int rfd = open(path, O_RDWR);
+
+	if (rfd < 0)
+		return 2;
+	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	/* from here the mapping holds the file's last reference */
+	close(rfd);
+	if (ram == MAP_FAILED)
+		return 2;
+	rs = page(P_RS);
+	vfd = fd;
+	setup_adapter();
+	if (!attach(0, 0, disk, 0, 0) && !run(&c, &r) && good(&r))
+		status = 0;
+	for (i = 0; i < 32; i++) {
+		struct cmd w = rw16(0, (i * 64) % (disk_blocks - 64), 64,
+				    data() + (size_t)i * 32768, 512);
+
+		put_req(&w, next_ctx++, i);
+	}
+	kick();
+	if (write(to_parent, &status, 1) != 1)
+		return 2;
+	for (;;)
+		pause();
+}
+
+/*
+ * A VMM killed while another process holds its adapter's fd (the parent
+ * here, by inheritance) must not keep the guest's RAM until that process
+ * closes it: the module lets go of the owner's memory when the owner's
+ * process goes.  The child's guest RAM is a shared mapping of a file the
+ * child opened and closed again; inotify reports the file's close when
+ * the mapping goes with the child's address space.  Then the fd refuses
+ * the owner's ioctls and closes cleanly.
+ */
+static void check_owner_killed(const char *disk)
+{
+	static const char *const dirs[] = { "/dev/shm", "/tmp" };
+	char path[64], ev[4096];
+	struct pollfd p;
+	struct vps_stats s;
+	uint8_t status = 2;
+	int afd, in, pfd[2], fd = -1, e, waited, released = 0;
+	unsigned int d;
+	pid_t pid;
+
+	for (d = 0; d < 2 && fd < 0; d++) {
+		snprintf(path, sizeof(path), "%s/vps_test_ram.XXXXXX", dirs[d]);
+		fd = mkstemp(path);
+	}
+	if (fd < 0 || ftruncate(fd, RAM_SIZE))
+		die("guest RAM file");
+	close(fd);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (in < 0 || inotify_add_watch(in, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0)
+		die("inotify");
+	afd = open("/dev/vhost-pvscsi", O_RDWR);
+	if (afd < 0 || pipe(pfd))
+		die("/dev/vhost-pvscsi");
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(pfd[0]);
+		_exit(owner_child(afd, path, disk, pfd[1]));
+	}
+	close(pfd[1]);
+	p = (struct pollfd){ pfd[0], POLLIN, 0 };
+	if (poll(&p, 1, 10000) == 1 && read(pfd[0], &status, 1) != 1)
+		status = 2;
+	tap(!status, "owner-child-runs-io", "child status %u", status);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	p = (struct pollfd){ in, POLLIN, 0 };
+	for (waited = 0; waited < 3000 && !released; waited += 10) {
+		poll(&p, 1, 10);
+		released = read(in, ev, sizeof(ev)) > 0;
+	}
+	tap(released, "owner-killed-ram-released",
+	    "the killed owner's guest RAM still mapped %d ms after its death", waited);
+	for (waited = 0; waited < 3000; waited += 10) {
+		memset(&s, 0xff, sizeof(s));
+		ioctl(afd, VPS_GET_STATS, &s);
+		if (!s.in_flight && !s.pinned_pages)
+			break;
+		usleep(10000);
+	}
+	tap(!s.in_flight && !s.pinned_pages, "owner-killed-io-let-go",
+	    "in flight %llu, I/O %llu", (unsigned long long)s.in_flight,
+	    (unsigned long long)s.pinned_pages);
+	{
+		struct vps_reset rr = { VPS_RESET_ADAPTER, 0, 0, 0 };
+		struct vhost_memory m = {};
+		int eo, er, em;
+
+		eo = ioctl(afd, VHOST_SET_OWNER) ? errno : 0;
+		er = ioctl(afd, VPS_RESET, &rr) ? errno : 0;
+		em = ioctl(afd, VHOST_SET_MEM_TABLE, &m) ? errno : 0;
+		tap(eo == EBUSY && er == EPERM && em == EPERM, "owner-killed-ioctls-refused",
+		    "SET_OWNER errno %d, RESET errno %d, SET_MEM_TABLE errno %d",
+		    eo, er, em);
+	}
+	e = close(afd);
+	tap(!e, "owner-killed-close", "%s", strerror(errno));
+	close(pfd[0]);
+	close(in);
+	unlink(path);
 }
 
 static int open_ram(void)
@@ -1351,8 +1693,12 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_lost_doorbell();
 	check_cancel_unconsumed();
 	check_inflight();
+	check_concurrent_resets();
+	check_lun_reset_backlog();
 	check_small_cmp_ring();
 	check_hostile();
+	check_remap_failure();
+	check_owner_killed(disk);
 	{
 		struct vps_stats s = stats();
 
