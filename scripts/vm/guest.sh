@@ -319,8 +319,9 @@ vps_inner_frozen() {
 # sides (the guest's first; tests/run repeats the lines after a FAIL at
 # the end of a run), then kill its QEMU rather than wait for its timeout.
 # A freeze that is not ours (vps_inner_frozen) is said on the results
-# port: the harness then runs the host VM once more, if the CHECKs and
-# NAME/vm are all that failed (harness.sh, _vm_nested_tcg_fault).
+# port: the harness then names the nested-TCG fault in the TAP stream, if
+# the CHECKs and NAME/vm are all that failed (harness.sh,
+# _vm_nested_tcg_fault); the test fails all the same.
 vps_inner_stuck() {
 	_sn=$1
 	shift
@@ -365,7 +366,9 @@ vps_inner_wait_console() {
 			return 1
 		fi
 		if [ -s "/tmp/$1.code" ] && ! grep -aqE "$2" "/tmp/$1.console" 2>/dev/null; then
-			echo "inner $1: its QEMU exited ($(cat "/tmp/$1.code")) before /$2/"
+			# 0 with nothing said: the guest reset (-no-reboot), or a
+			# signal QEMU names on its stderr
+			echo "inner $1: its QEMU exited ($(cat "/tmp/$1.code")) before /$2/: $(tail -3 "/tmp/$1.qemu" 2>/dev/null | tr '\n' ' ')"
 			return 1
 		fi
 		_m=$(stat -c %Y "/tmp/$1.console" 2>/dev/null || echo "$_now")

@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 11
-# serial: the host VM has two vCPUs (two TCG threads)
+# checks: 12
 #
 # Nested mode: a host VM under TCG (-cpu max emulates AMD SVM with nested
 # paging) loads kvm_amd and starts an inner guest under real KVM with our
@@ -11,7 +10,8 @@
 # verdict must reach this harness through the host VM.  Its output and
 # results must go through its virtio consoles (hvc0, hvc1: no 8250 that
 # waits for an interrupt), and its RAM must be in 2 MiB pages (guest.sh's
-# vps_inner_start says why).
+# vps_inner_start says why).  The host VM has one vCPU, as every nested
+# host VM (harness.sh's vm_nested_host says why).
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-nested-XXXXXX)
@@ -34,6 +34,7 @@ vm_file "$work/inner.cpio" /inner/initramfs.cpio
 VM_TIMEOUT=600
 vm_run nested <<'GUEST'
 t_check kvm-device test -c /dev/kvm
+t_equal host-vm-one-vcpu "$(nproc)" 1
 t_match svm "$(grep -m1 -o svm /proc/cpuinfo)" '^svm$'
 vps_inner_start inner /inner/vmlinuz /inner/initramfs.cpio 300
 # its 512 MiB of RAM in 2 MiB pages (in use or reserved)
