@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=sh
-# Inner-guest half of tests/stack/test_stack_01.sh: runs inside a KVM guest
+# Inner-guest half of tests/stack/stack_io.sh (test_stack_01, _02): runs inside a KVM guest
 # whose PVSCSI adapter is -device vhost-pvscsi.  DRV (vmw_pvscsi or
 # pvscsi_mq) is prepended by the test.  Console lines "VPS-MARK <what>"
 # ask the host VM to act (hotplug through the inner QEMU's monitor).
@@ -16,8 +16,8 @@ done
 t_match vpd-lbp "$(sg_vpd -p lbpv /dev/sda 2>&1)" 'Unmap command supported \(LBPU\): 1'
 t_match readcap "$(sg_readcap -l /dev/sda 2>&1)" 'Logical block length=512 bytes'
 v="--direct=1 --ioengine=libaio --bs=4k --verify=crc32c --verify_fatal=1 --output-format=terse --minimal"
-t_check fio-randwrite-verify fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=32M --do_verify=1 $v
-t_check fio-verify-only fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=32M --verify_only=1 $v
+t_check fio-randwrite-verify fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --do_verify=1 $v
+t_check fio-verify-only fio --name=w --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --verify_only=1 $v
 
 # UNMAP: 8 MiB written then discarded reads back as zeroes; the host VM
 # checks that the backing file lost those blocks

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=sh
-# Inner-guest half of tests/stack/test_timeout_01.sh: a KVM guest whose
+# Inner-guest half of tests/stack/stack_timeout.sh (test_timeout_01, _02): a KVM guest whose
 # PVSCSI adapter is -device vhost-pvscsi over a device-mapper LUN that the
 # host VM suspends while this guest writes.  DRV (vmw_pvscsi or pvscsi_mq)
 # and SZ (MiB) and RATE (IOPS) of the paused fio are prepended by the test.

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The body of tests/stack/test_stack_0N.sh: the full stack for one guest
+# driver, $DRV (vmw_pvscsi or pvscsi_mq); EXTRAS=1 adds QEMU's vhostfd=,
+# max-targets and module-missing checks.  A host VM (TCG, -cpu max: SVM
+# and nested paging) loads vhost_pvscsi.ko and runs our patched QEMU,
+# which boots a KVM guest with -device vhost-pvscsi and a sparse file on
+# ext4 as LUN 0.  Inside: sg_inq and the VPD pages, fio verify=crc32c,
+# blkdiscard reaching the backing file as holes, a read-only LUN hot-added
+# (the guest sees it write-protected) and removed through the inner
+# QEMU's monitor while fio runs on another, MSI-X on a KVM irqfd, a host
+# reset under load; then the inner QEMU is killed with I/O in flight: its
+# adapter goes at once, the module shows nothing in flight or attached
+# and unloads cleanly.
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+
+work=$(mktemp -d /tmp/vps-stack-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+kernel=$(vm_kernel_image)
+vm_reset
+vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard
+if [ "$DRV" = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
+{ echo "DRV=$DRV"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$DRV.sh"
+vm_initramfs "$work/inner-$DRV.cpio" "$work/inner-$DRV.sh"
+
+vm_reset
+vm_nested_host
+vm_modules ext4 brd
+vm_ours vhost_pvscsi
+vm_bins mkfs.ext4
+vm_file "$kernel" /inner/vmlinuz
+vm_file "$work/inner-$DRV.cpio" "/inner/$DRV.cpio"
+VM_MEM=3072
+VM_TIMEOUT=900
+echo "DRV=$DRV EXTRAS=${EXTRAS:-0}" > "$work/host.sh"
+cat >> "$work/host.sh" <<'GUEST'
+modprobe -r brd
+modprobe brd rd_nr=1 rd_size=1048576
+mkfs.ext4 -q /dev/ram0 && mkdir -p /mnt/b && mount /dev/ram0 /mnt/b
+t_check load vps_load vhost_pvscsi
+g=/sys/kernel/debug/vhost_pvscsi/gauges
+mon() { echo "$1" > "/tmp/mon-$2.in"; sleep 1; }
+# mark WHAT SECONDS: wait for $drv's inner guest to print "VPS-MARK WHAT";
+# once one never came ($stuck), the later ones are not waited for
+mark() {
+	[ -z "$stuck" ] && vps_inner_wait_console "$drv" "VPS-MARK $1" "$2" && return 0
+	stuck=${stuck:-$1}
+	return 1
+}
+# one_drv DRV: DRV's inner guest, its LUNs and the host's side of its
+# checks
+one_drv() {
+	local drv=$1 stuck= unjudged= a before after r0 r1 pid
+	local lun0=/mnt/b/lun0-$drv.img lun1=/mnt/b/lun1-$drv.img
+	truncate -s 256M "$lun0"
+	truncate -s 64M "$lun1"
+	printf 'vps-ro-lun-mark\n' | dd of="$lun1" conv=notrunc 2>/dev/null
+	mkfifo "/tmp/mon-$drv.in" "/tmp/mon-$drv.out"
+	cat "/tmp/mon-$drv.out" > "/tmp/mon-$drv.log" &
+	VPS_INNER_MEM=768 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 600 \
+		-blockdev driver=file,node-name=d0,filename="$lun0",cache.direct=on \
+		-device vhost-pvscsi,id=hba0 \
+		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+		-chardev pipe,id=mon,path="/tmp/mon-$drv" -mon chardev=mon,mode=readline \
+		-trace vhost_pvscsi_irqfd -trace vhost_pvscsi_cmd -trace vhost_pvscsi_ioctl_error
+	pid=$(vps_inner_pid "$drv")
+	# UNMAP must reach the backing file as punched holes.  A missed mark
+	# fails the check too: unreported, it would vanish from the run; and
+	# the stuck guest is looked at (vps_inner_stuck) at reached-kill-point,
+	# which names this check as failed for the same freeze.
+	if mark pre-discard 240 && { before=$(stat -c %b "$lun0"); mark post-discard 60; }; then
+		after=$(stat -c %b "$lun0")
+		if [ $(( (before - after) * 512 )) -ge $((7 << 20)) ]; then
+			t_ok "$drv/unmap-punched-holes"
+		else
+			t_fail "$drv/unmap-punched-holes" "allocated $before -> $after blocks"
+		fi
+	else
+		t_fail "$drv/unmap-punched-holes" "not judged: the inner guest never printed VPS-MARK $stuck"
+		unjudged="$drv/unmap-punched-holes"
+	fi
+	if mark hotplug-add 240; then
+		mon "drive_add 0 if=none,id=d1,file=$lun1,format=raw,cache.direct=on,read-only=on" "$drv"
+		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1" "$drv"
+	fi
+	mark hotplug-del 240 && mon "device_del hot1" "$drv"
+	if mark io-running 300; then
+		# I/O is flowing through this guest's adapter when QEMU dies
+		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
+		r0=$(awk '/^kicks/ {print $4}' "$a")
+		sleep 1
+		r1=$(awk '/^kicks/ {print $4}' "$a")
+		# for the log: resets, and requests only a second look found
+		grep -h '^aborts' "$a"
+		if [ "$r1" -gt "$r0" ]; then t_ok "$drv/io-running-at-kill"; else
+			t_fail "$drv/io-running-at-kill" "requests $r0 -> $r1"; fi
+		kill -9 "$pid"
+	else
+		t_fail "$drv/reached-kill-point" "the inner guest never printed VPS-MARK $stuck"
+		vps_inner_stuck "$drv" "$drv/reached-kill-point" $unjudged
+	fi
+	vps_inner_wait "$drv" killed
+	# MSI-X completions went straight from the module to KVM
+	t_match "$drv/msix-irqfd" "$(cat "/tmp/$drv.qemu")" 'MSI-X vector 0 on irqfd'
+	# the adapter a killed QEMU held is released (its debugfs file goes
+	# with it)
+	if vps_wait 20 sh -c "! ls /sys/kernel/debug/vhost_pvscsi/adapter-$pid-* >/dev/null 2>&1"; then
+		t_ok "$drv/adapter-released-after-kill"
+	else
+		t_fail "$drv/adapter-released-after-kill" "$(cat /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -5 | tr '\n' ' ')"
+	fi
+	tail -5 "/tmp/mon-$drv.log"
+}
+one_drv "$DRV"
+sleep 1
+t_match gauges-zero-after-kill "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+if [ "$EXTRAS" = 1 ]; then
+	# vhostfd=: QEMU uses the descriptor it is given and opens no other
+	truncate -s 16M /mnt/b/lun2.img
+	exec 7<>/dev/vhost-pvscsi
+	q="qemu-system-x86_64 -L /usr/share/qemu -accel kvm -cpu host -S -display none -nodefaults
+		-blockdev driver=file,node-name=d2,filename=/mnt/b/lun2.img,cache.direct=on"
+	$q -device vhost-pvscsi,id=h,vhostfd=7 -device scsi-hd,bus=h.0,drive=d2,scsi-id=5 &
+	qp=$!
+	vps_wait 20 grep -q 'luns 1' $g
+	t_match vhostfd-used "$(cat $g | tr '\n' ' ')" '^open_devices 1 requests_in_flight 0 luns 1 $'
+	kill $qp; wait $qp
+	exec 7>&-
+	t_match vhostfd-closed "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
+	# max-targets bounds the LUNs QEMU accepts (and is what CONFIG answers)
+	t_match max-targets "$($q -device vhost-pvscsi,id=h,max-targets=8 \
+		-device scsi-hd,bus=h.0,drive=d2,scsi-id=20 2>&1)" "beyond the adapter's 8 targets"
+fi
+t_check unload rmmod vhost_pvscsi
+if [ "$EXTRAS" = 1 ]; then
+	# without the module QEMU says what to do
+	t_match no-module-message "$(qemu-system-x86_64 -L /usr/share/qemu -nodefaults -display none \
+		-accel tcg -device vhost-pvscsi 2>&1)" 'load vhost_pvscsi or use -device pvscsi'
+fi
+vps_dmesg_clean host-dmesg-clean
+GUEST
+vm_run "stack-$DRV" "$work/host.sh"
