@@ -87,9 +87,22 @@ struct vfcfg_pf {
 	 * Status, guarded by vfcfg_lock.  @found is the PCI address the
 	 * policy was last resolved to: the PCI bus notifier reads it to give
 	 * a new VF its driver override before the VF's driver can probe.
+	 * @shadowed: another block selects the same PF and is applied instead
+	 * (the status shows no VF lines for this one).
 	 */
 	char found[16];
 	char state[VFCFG_ERR_LEN];
+	bool shadowed;
+
+	/*
+	 * Owned by the apply work (vfcfg_apply_all(); a work item never runs
+	 * twice at once), nobody else touches them: @sel is the device this
+	 * block selects during one pass, with a reference; @warned says the
+	 * conflict with another block for that device was logged, once per
+	 * published policy.
+	 */
+	struct device *sel;
+	bool warned;
 };
 
 /*

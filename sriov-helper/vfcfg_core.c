@@ -10,7 +10,8 @@
  * through the PF's ndo_set_vf_* under RTNL, and a VF driver override from a
  * PCI bus notifier that runs before the new VF can probe.  A PF that is
  * not PCI (netdevsim) gets the VF attributes only, on the VFs it has.
- * Results per PF and VF are in /sys/kernel/sriov_vfcfg/status.
+ * Results per PF and VF are in /proc/driver/sriov_vfcfg (a seq_file: sysfs
+ * would cut them at one page).
  *
  * Lock order: device_lock(PF) -> rtnl_lock; vfcfg_lock is a leaf taken
  * under either of them, and nothing is acquired while holding it.  The PF
@@ -29,7 +30,9 @@
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/pci.h>
+#include <linux/proc_fs.h>
 #include <linux/rtnetlink.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
@@ -49,7 +52,8 @@ static char vfcfg_last_err[VFCFG_ERR_LEN];
 /*
  * Module life, guarded by vfcfg_lock.  The policy parameter is set before
  * init at load time (nothing to apply to yet: init queues the work) and may
- * be written while exit runs (the policy must not be replaced then).
+ * be written while exit runs or after init failed (the policy must not be
+ * replaced then: nobody would free it).
  */
 static enum { VFCFG_LOADING, VFCFG_LIVE, VFCFG_GONE } vfcfg_life;
 
@@ -57,6 +61,8 @@ static void vfcfg_apply_all(struct work_struct *work);
 static DECLARE_WORK(vfcfg_work, vfcfg_apply_all);
 
 static struct kobject *vfcfg_kobj;
+
+#define VFCFG_PROC_STATUS	"driver/" KBUILD_MODNAME
 
 /* caller holds vfcfg_lock */
 static void vfcfg_kick(void)
@@ -157,6 +163,34 @@ static struct pci_dev *vfcfg_resolve(const struct vfcfg_pf *pf)
 	}
 	rtnl_unlock();
 	return pdev;
+}
+
+/*
+ * The device a block selects now, with a reference, or NULL: the PCI PF, or
+ * for a block without pf= that names a non-PCI PF (netdevsim) the bus
+ * device that counts its VFs.  Blocks are compared by this, not by their
+ * text: pf= and ifname= can name the same PF.
+ */
+static struct device *vfcfg_select(const struct vfcfg_pf *pf)
+{
+	struct pci_dev *pdev = vfcfg_resolve(pf);
+	struct device *sel = NULL;
+	struct net_device *dev;
+
+	if (pdev)
+		return &pdev->dev;
+	/* pf= only ever matches a PCI device */
+	if (pf->has_addr)
+		return NULL;
+	rtnl_lock();
+	for_each_netdev(&init_net, dev) {
+		if (vfcfg_netdev_vfbus(dev) && vfcfg_netdev_matches(pf, dev)) {
+			sel = get_device(dev->dev.parent);
+			break;
+		}
+	}
+	rtnl_unlock();
+	return sel;
 }
 
 /* --- applying ------------------------------------------------------------ */
@@ -380,15 +414,16 @@ static unsigned int vfcfg_store_res(struct vfcfg_pf *pf,
 
 /*
  * A policy without pf= whose ifname/permaddr names a non-PCI PF
- * (netdevsim).  There is no PCI sriov_configure, and the bus's own VF
- * count knob is a sysfs store we must not call from here: the VF count is
- * not applied (numvfs is reported as not applicable when it differs) and
- * the VF attributes go to the VFs that exist; the others stay "no such
- * VF" until the next apply.  Returns false when no such PF is present.
+ * (netdevsim), whose VFs @bus counts.  There is no PCI sriov_configure,
+ * and the bus's own VF count knob is a sysfs store we must not call from
+ * here: the VF count is not applied (numvfs is reported as not applicable
+ * when it differs) and the VF attributes go to the VFs that exist; the
+ * others stay "no such VF" until the next apply.  Returns false when the
+ * PF's net device is gone (or renamed) since vfcfg_select().
  */
-static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf)
+static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf, struct device *bus)
 {
-	char bus[32] = "", ifname[IFNAMSIZ] = "";
+	char ifname[IFNAMSIZ] = "";
 	struct net_device *dev, *found = NULL;
 	int (*res)[VFCFG_OP_NR];
 	unsigned int i, nvf, failed;
@@ -404,7 +439,8 @@ static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf)
 
 	rtnl_lock();
 	for_each_netdev(&init_net, dev) {
-		if (vfcfg_netdev_vfbus(dev) && vfcfg_netdev_matches(pf, dev)) {
+		if (dev->dev.parent == bus && vfcfg_netdev_vfbus(dev) &&
+		    vfcfg_netdev_matches(pf, dev)) {
 			found = dev;
 			break;
 		}
@@ -423,14 +459,13 @@ static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf)
 			res[i][VFCFG_OP_DRIVER] = -EOPNOTSUPP;
 	}
 	strscpy(ifname, found->name, sizeof(ifname));
-	strscpy(bus, dev_name(found->dev.parent), sizeof(bus));
 	rtnl_unlock();
 
 	mutex_lock(&vfcfg_lock);
 	pf->found[0] = '\0';
 	failed = vfcfg_store_res(pf, res);
 	snprintf(pf->state, sizeof(pf->state),
-		 "%s %s: %d VFs (not PCI), applied", bus, ifname, cur);
+		 "%s %s: %d VFs (not PCI), applied", dev_name(bus), ifname, cur);
 	if (pf->numvfs >= 0 && pf->numvfs != cur)
 		scnprintf(pf->state + strlen(pf->state),
 			  sizeof(pf->state) - strlen(pf->state),
@@ -444,23 +479,17 @@ static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf)
 	return true;
 }
 
-static void vfcfg_apply_pf(struct vfcfg_pf *pf)
+/* a block that selects the PCI device @pdev; the caller holds a reference */
+static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev)
 {
 	char why[VFCFG_ERR_LEN] = "", ifname[IFNAMSIZ] = "";
 	struct net_device *dev;
-	struct pci_dev *pdev, *vf;
+	struct pci_dev *vf;
 	unsigned int i, nvf, failed;
 	int (*res)[VFCFG_OP_NR];
 	unsigned long *reprobe = NULL;
 	int ret, total, cur, created = 0;
 
-	pdev = vfcfg_resolve(pf);
-	if (!pdev) {
-		if (!pf->has_addr && vfcfg_apply_nonpci(pf))
-			return;
-		vfcfg_pf_state(pf, "", "not present");
-		return;
-	}
 	/*
 	 * Unlocked peek: the PF driver's probe ends with BUS_NOTIFY_BOUND_DRIVER,
 	 * which runs this again; vfcfg_set_numvfs() checks under the lock.
@@ -470,13 +499,13 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 		vfcfg_pf_state(pf, pci_name(pdev), "%s: waiting for a PF driver",
 			       pci_name(pdev));
 		vfcfg_pf_forget(pf);
-		goto out;
+		return;
 	}
 	total = pci_sriov_get_totalvfs(pdev);
 	if (!pdev->is_physfn || total <= 0) {
 		vfcfg_pf_state(pf, "", "%s has no SR-IOV capability",
 			       pci_name(pdev));
-		goto out;
+		return;
 	}
 	/* validated whole before anything is touched */
 	ret = vfcfg_check_totalvfs(pf, total, why, sizeof(why));
@@ -484,7 +513,7 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 		vfcfg_pf_state(pf, "", "%s: refused: %s", pci_name(pdev), why);
 		pci_err(pdev, "%s: policy %s refused: %s\n", KBUILD_MODNAME,
 			pf->match, why);
-		goto out;
+		return;
 	}
 	/* publish the address first: the VFs created below look it up */
 	vfcfg_pf_state(pf, pci_name(pdev), "applying");
@@ -492,7 +521,7 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 	res = kmalloc_array(pf->nvf ?: 1, sizeof(*res), GFP_KERNEL);
 	if (!res) {
 		vfcfg_pf_state(pf, pci_name(pdev), "out of memory");
-		goto out;
+		return;
 	}
 	/* what is not reached below stays "no such VF" */
 	for (i = 0; i < pf->nvf; i++)
@@ -558,10 +587,65 @@ static void vfcfg_apply_pf(struct vfcfg_pf *pf)
 			  ", %u VF settings failed", failed);
 	mutex_unlock(&vfcfg_lock);
 	kfree(res);
-out:
-	pci_dev_put(pdev);
 }
 
+/*
+ * The one block applied to a PF that several blocks select (pf= and
+ * ifname=, say): one with pf=, because a PCI address names the function
+ * itself while a net device can be renamed away from an ifname= block and
+ * back; among those, and when none has pf=, the first in the policy.
+ * @pf->sel is set.
+ */
+static struct vfcfg_pf *vfcfg_winner(struct vfcfg_set *set,
+				     const struct vfcfg_pf *pf)
+{
+	struct vfcfg_pf *other, *first = NULL;
+
+	list_for_each_entry(other, &set->pfs, node) {
+		if (other->sel != pf->sel)
+			continue;
+		if (other->has_addr)
+			return other;
+		if (!first)
+			first = other;
+	}
+	return first;
+}
+
+/*
+ * Mark every block that another block wins its PF from, before anything is
+ * applied: a stale @found of such a block must not hand the winner's new
+ * VFs its driver override (vfcfg_vf_added() takes the first block found).
+ */
+static void vfcfg_mark_conflicts(struct vfcfg_set *set)
+{
+	struct vfcfg_pf *pf, *win;
+
+	list_for_each_entry(pf, &set->pfs, node) {
+		win = pf->sel ? vfcfg_winner(set, pf) : pf;
+		mutex_lock(&vfcfg_lock);
+		pf->shadowed = win != pf;
+		if (win != pf) {
+			pf->found[0] = '\0';
+			snprintf(pf->state, sizeof(pf->state),
+				 "%s: conflict: %s selects the same PF and is applied instead",
+				 dev_name(pf->sel), win->match);
+		}
+		mutex_unlock(&vfcfg_lock);
+		/* this runs on every netdev event: say it once per policy */
+		if (win != pf && !pf->warned) {
+			pf->warned = true;
+			pr_warn("conflict: %s and %s both select %s; only %s is applied\n",
+				win->match, pf->match, dev_name(pf->sel), win->match);
+		}
+	}
+}
+
+/*
+ * One pass over the policy.  Every block is first resolved to the device it
+ * selects, so that blocks naming one PF by different keys are seen as one
+ * PF and only one of them is applied to it.
+ */
 static void vfcfg_apply_all(struct work_struct *work)
 {
 	struct vfcfg_set *set = vfcfg_get_set();
@@ -570,7 +654,22 @@ static void vfcfg_apply_all(struct work_struct *work)
 	if (!set)
 		return;
 	list_for_each_entry(pf, &set->pfs, node)
-		vfcfg_apply_pf(pf);
+		pf->sel = vfcfg_select(pf);
+	vfcfg_mark_conflicts(set);
+	list_for_each_entry(pf, &set->pfs, node) {
+		if (!pf->sel)
+			vfcfg_pf_state(pf, "", "not present");
+		else if (vfcfg_winner(set, pf) != pf)
+			continue;
+		else if (dev_is_pci(pf->sel))
+			vfcfg_apply_pci(pf, to_pci_dev(pf->sel));
+		else if (!vfcfg_apply_nonpci(pf, pf->sel))
+			vfcfg_pf_state(pf, "", "not present");
+	}
+	list_for_each_entry(pf, &set->pfs, node) {
+		put_device(pf->sel);
+		pf->sel = NULL;
+	}
 	vfcfg_set_put(set);
 }
 
@@ -665,7 +764,7 @@ static struct notifier_block vfcfg_netdev_nb = {
 /*
  * Check a new policy against the PFs that are there now, so that a write
  * the hardware cannot take is refused whole, not applied in part.  PFs that
- * appear later are checked by vfcfg_apply_pf() before it touches them.
+ * appear later are checked by vfcfg_apply_pci() before it touches them.
  */
 static int vfcfg_check_present(struct vfcfg_set *set, char *err, size_t len)
 {
@@ -733,6 +832,35 @@ static int vfcfg_param_set(const char *val, const struct kernel_param *kp)
 	return 0;
 }
 
+/*
+ * Forget the policy for good: mark the module gone, so that a write to the
+ * parameter (possible until the module's sysfs is torn down) is refused
+ * instead of publishing a set nobody frees, and drop the current set.
+ */
+static void vfcfg_drop_policy(void)
+{
+	struct vfcfg_set *set;
+
+	mutex_lock(&vfcfg_lock);
+	vfcfg_life = VFCFG_GONE;
+	set = vfcfg_cur;
+	vfcfg_cur = NULL;
+	mutex_unlock(&vfcfg_lock);
+	vfcfg_set_put(set);
+}
+
+/*
+ * Called when the module is freed, also when its load fails after the
+ * policy was parsed but before vfcfg_init() ran: a later parameter that is
+ * refused (modprobe puts the options of modprobe.d before those of its
+ * command line), or the module's sysfs failing.  Init and exit have
+ * dropped the policy themselves when they ran.
+ */
+static void vfcfg_param_free(void *arg)
+{
+	vfcfg_drop_policy();
+}
+
 static int vfcfg_param_get(char *buf, const struct kernel_param *kp)
 {
 	int n;
@@ -746,6 +874,7 @@ static int vfcfg_param_get(char *buf, const struct kernel_param *kp)
 static const struct kernel_param_ops vfcfg_param_ops = {
 	.set = vfcfg_param_set,
 	.get = vfcfg_param_get,
+	.free = vfcfg_param_free,
 };
 
 module_param_cb(policy, &vfcfg_param_ops, NULL, 0644);
@@ -769,88 +898,84 @@ static const char *const vfcfg_link_states[] = {
 };
 
 /* one VF's line of the status file; caller holds vfcfg_lock */
-static int vfcfg_show_vf(char *buf, int at, const struct vfcfg_vf *vf,
-			 unsigned int i)
+static void vfcfg_show_vf(struct seq_file *m, const struct vfcfg_vf *vf,
+			  unsigned int i)
 {
 	unsigned int op;
 	int r;
 
-	at += sysfs_emit_at(buf, at, "  vf%u:", i);
+	seq_printf(m, "  vf%u:", i);
 	for (op = 0; op < VFCFG_OP_NR; op++) {
 		if (!vfcfg_op_wanted(vf, op))
 			continue;
-		at += sysfs_emit_at(buf, at, " %s ", vfcfg_op_names[op]);
+		seq_printf(m, " %s ", vfcfg_op_names[op]);
 		switch (op) {
 		case VFCFG_OP_MAC:
-			at += sysfs_emit_at(buf, at, "%pM", vf->mac);
+			seq_printf(m, "%pM", vf->mac);
 			break;
 		case VFCFG_OP_VLAN:
-			at += sysfs_emit_at(buf, at, "%u qos %u %s", vf->vlan, vf->qos,
-					    vf->proto == htons(ETH_P_8021AD) ?
-					    "802.1ad" : "802.1Q");
+			seq_printf(m, "%u qos %u %s", vf->vlan, vf->qos,
+				   vf->proto == htons(ETH_P_8021AD) ?
+				   "802.1ad" : "802.1Q");
 			break;
 		case VFCFG_OP_SPOOFCHK:
-			at += sysfs_emit_at(buf, at, "%s", vf->spoofchk ? "on" : "off");
+			seq_puts(m, vf->spoofchk ? "on" : "off");
 			break;
 		case VFCFG_OP_TRUST:
-			at += sysfs_emit_at(buf, at, "%s", vf->trust ? "on" : "off");
+			seq_puts(m, vf->trust ? "on" : "off");
 			break;
 		case VFCFG_OP_RATE:
-			at += sysfs_emit_at(buf, at, "%u-%u", vf->min_rate,
-					    vf->max_rate);
+			seq_printf(m, "%u-%u", vf->min_rate, vf->max_rate);
 			break;
 		case VFCFG_OP_STATE:
-			at += sysfs_emit_at(buf, at, "%s",
-					    vfcfg_link_states[vf->link_state]);
+			seq_puts(m, vfcfg_link_states[vf->link_state]);
 			break;
 		case VFCFG_OP_DRIVER:
-			at += sysfs_emit_at(buf, at, "%s", vf->driver);
+			seq_puts(m, vf->driver);
 			break;
 		}
 		r = vf->res[op];
 		if (r == VFCFG_RES_PENDING)
-			at += sysfs_emit_at(buf, at, ": pending;");
+			seq_puts(m, ": pending;");
 		else if (!r)
-			at += sysfs_emit_at(buf, at, ": ok;");
+			seq_puts(m, ": ok;");
 		else if (op == VFCFG_OP_DRIVER && r == -ENXIO)
-			at += sysfs_emit_at(buf, at, ": not bound, see dmesg;");
+			seq_puts(m, ": not bound, see dmesg;");
 		else if (r == -ENODEV)
-			at += sysfs_emit_at(buf, at, ": no such VF;");
+			seq_puts(m, ": no such VF;");
 		else
-			at += sysfs_emit_at(buf, at, ": %pe;", ERR_PTR(r));
+			seq_printf(m, ": %pe;", ERR_PTR(r));
 	}
-	return at + sysfs_emit_at(buf, at, "\n");
+	seq_putc(m, '\n');
 }
 
-static ssize_t status_show(struct kobject *kobj, struct kobj_attribute *attr,
-			   char *buf)
+/*
+ * /proc/driver/sriov_vfcfg, through single_open(): all of it is printed
+ * under vfcfg_lock in one call (seq_file calls again with a larger buffer
+ * until it fits), so a reader sees one state, however many PFs and VFs.
+ */
+static int vfcfg_status_show(struct seq_file *m, void *v)
 {
 	struct vfcfg_pf *pf;
 	unsigned int i;
-	int at = 0;
 
 	mutex_lock(&vfcfg_lock);
 	if (vfcfg_last_err[0])
-		at += sysfs_emit_at(buf, at, "last write refused: %s\n",
-				    vfcfg_last_err);
+		seq_printf(m, "last write refused: %s\n", vfcfg_last_err);
 	if (vfcfg_cur) {
 		list_for_each_entry(pf, &vfcfg_cur->pfs, node) {
-			at += sysfs_emit_at(buf, at, "%s: %s\n", pf->match,
-					    pf->state[0] ? pf->state : "not applied yet");
-			for (i = 0; i < pf->nvf; i++) {
-				/* a page holds dozens of VFs; say so when it is full */
-				if (at > PAGE_SIZE - 256) {
-					at += sysfs_emit_at(buf, at, "  (truncated)\n");
-					goto out;
-				}
+			seq_printf(m, "%s: %s\n", pf->match,
+				   pf->state[0] ? pf->state : "not applied yet");
+			/* its VFs are another block's business */
+			if (pf->shadowed)
+				continue;
+			for (i = 0; i < pf->nvf; i++)
 				if (pf->vf[i].keys)
-					at = vfcfg_show_vf(buf, at, &pf->vf[i], i);
-			}
+					vfcfg_show_vf(m, &pf->vf[i], i);
 		}
 	}
-out:
 	mutex_unlock(&vfcfg_lock);
-	return at;
+	return 0;
 }
 
 static ssize_t apply_store(struct kobject *kobj, struct kobj_attribute *attr,
@@ -863,11 +988,9 @@ static ssize_t apply_store(struct kobject *kobj, struct kobj_attribute *attr,
 	return count;
 }
 
-static struct kobj_attribute vfcfg_status_attr = __ATTR_RO(status);
 static struct kobj_attribute vfcfg_apply_attr = __ATTR_WO(apply);
 
 static struct attribute *vfcfg_attrs[] = {
-	&vfcfg_status_attr.attr,
 	&vfcfg_apply_attr.attr,
 	NULL
 };
@@ -878,14 +1001,19 @@ static const struct attribute_group vfcfg_group = {
 
 static int __init vfcfg_init(void)
 {
-	int ret;
+	int ret = -ENOMEM;
 
 	vfcfg_kobj = kobject_create_and_add(KBUILD_MODNAME, kernel_kobj);
 	if (!vfcfg_kobj)
-		return -ENOMEM;
+		goto drop_policy;
 	ret = sysfs_create_group(vfcfg_kobj, &vfcfg_group);
 	if (ret)
 		goto put_kobj;
+	if (!proc_create_single(VFCFG_PROC_STATUS, 0444, NULL,
+				vfcfg_status_show)) {
+		ret = -ENOMEM;
+		goto put_kobj;
+	}
 
 	mutex_lock(&vfcfg_lock);
 	vfcfg_life = VFCFG_LIVE;
@@ -912,8 +1040,12 @@ dead:
 	vfcfg_life = VFCFG_GONE;
 	mutex_unlock(&vfcfg_lock);
 	cancel_work_sync(&vfcfg_work);
+	remove_proc_entry(VFCFG_PROC_STATUS, NULL);
 put_kobj:
 	kobject_put(vfcfg_kobj);
+drop_policy:
+	/* the policy parameter was parsed before init ran */
+	vfcfg_drop_policy();
 	return ret;
 }
 
@@ -923,21 +1055,15 @@ put_kobj:
  */
 static void __exit vfcfg_exit(void)
 {
-	struct vfcfg_set *set;
-
 	mutex_lock(&vfcfg_lock);
 	vfcfg_life = VFCFG_GONE;
 	mutex_unlock(&vfcfg_lock);
 	unregister_netdevice_notifier(&vfcfg_netdev_nb);
 	bus_unregister_notifier(&pci_bus_type, &vfcfg_pci_nb);
 	cancel_work_sync(&vfcfg_work);
+	remove_proc_entry(VFCFG_PROC_STATUS, NULL);
 	kobject_put(vfcfg_kobj);
-
-	mutex_lock(&vfcfg_lock);
-	set = vfcfg_cur;
-	vfcfg_cur = NULL;
-	mutex_unlock(&vfcfg_lock);
-	vfcfg_set_put(set);
+	vfcfg_drop_policy();
 	pr_info("unloaded; VFs keep their current configuration\n");
 }
 

@@ -393,7 +393,11 @@ static int vfcfg_finish(struct vfcfg_block *b, char *err, size_t errlen)
 	return 0;
 }
 
-/* checks that span PFs: one policy per PF, no MAC given to two VFs */
+/*
+ * Checks that span PFs: one block per set of match keys, no MAC given to
+ * two VFs.  Blocks whose different keys select one PF (pf= and ifname=)
+ * are only known as such when applied: vfcfg_apply_all() picks one.
+ */
 static int vfcfg_check_set(struct vfcfg_set *set, char *err, size_t errlen)
 {
 	struct vfcfg_pf *a, *b;

@@ -21,7 +21,7 @@ vm_ours sriov_vfcfg
 vm_bins ip
 vm_run nsim <<'GUEST'
 IP=/usr/bin/ip		# busybox ash runs its own ip applet for a bare "ip"
-ST=/sys/kernel/sriov_vfcfg/status
+ST=/proc/driver/sriov_vfcfg
 POL=/sys/module/sriov_vfcfg/parameters/policy
 ND=/sys/bus/netdevsim/devices/netdevsim10
 t_check modprobe modprobe netdevsim

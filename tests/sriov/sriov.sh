@@ -20,7 +20,7 @@ sriov_run() {
 	script=$(mktemp /tmp/vps-sriov-XXXXXX)
 	cat > "$script" <<'GUEST'
 IP=/usr/bin/ip		# busybox ash runs its own ip applet for a bare "ip"
-ST=/sys/kernel/sriov_vfcfg/status
+ST=/proc/driver/sriov_vfcfg	# a seq_file: not cut at a page
 POL=/sys/module/sriov_vfcfg/parameters/policy
 PF=/sys/bus/pci/devices/0000:01:00.0
 # the line `ip link show eth0` prints for VF $1

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 83
+# checks: 86
 #
 # Every kind of bad policy is refused with its own error, and nothing is
-# half-applied: a bad policy at load time fails the module load; a bad
+# half-applied: a bad policy at load time fails the module load (also
+# after a good one: modprobe puts the options of modprobe.d before those
+# of its command line; the good one, already published, must be freed:
+# kmemleak on the debug kernel, at the end); a bad
 # run-time write leaves the published policy, the VF count and every VF
 # attribute exactly as they were (compared with `ip link show` before and
 # after), and the reason shows in the status file.  Covers multicast and
@@ -26,6 +29,10 @@ t_check_fails load-bad-policy vps_load sriov_vfcfg 'policy=pf=0000:01:00.0,numvf
 t_match load-bad-reason "$(dmesg | grep 'policy refused' | tail -1)" 'vf0.mac: 01:00:5e:00:00:01 is a multicast address'
 t_equal load-bad-not-loaded "$(grep -c '^sriov_vfcfg ' /proc/modules)" 0
 t_equal load-bad-no-vfs "$(cat $PF/sriov_numvfs)" 0
+t_check_fails load-good-then-bad vps_load sriov_vfcfg 'policy=pf=0000:01:00.0,numvfs=2' \
+	'policy=pf=0000:01:00.0,numvfs=2,vf0.vlan=4096'
+t_equal load-good-then-bad/not-loaded "$(grep -c '^sriov_vfcfg ' /proc/modules)" 0
+t_equal load-good-then-bad/no-vfs "$(cat $PF/sriov_numvfs)" 0
 
 good='pf=0000:01:00.0,numvfs=2,vf0.mac=02:00:00:00:00:01,vf1.vlan=5,vf*.trust=on'
 t_check load-good vps_load sriov_vfcfg "policy=$good"
