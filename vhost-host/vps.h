@@ -28,6 +28,11 @@
 /* descriptors handled per worker round before completions get a turn */
 #define VPS_WORK_WEIGHT		256
 /*
+ * What one UNMAP or WRITE SAME (up to 64 MiB, synchronous) weighs in it: a
+ * whole pass, so an abort or reset waits for one discard at most, not 256
+ */
+#define VPS_DISCARD_WEIGHT	VPS_WORK_WEIGHT
+/*
  * After re-arming REQCALLTHRESHOLD, look at the request ring once more
  * this much later (a guest without a full barrier can miss the re-arm).
  */

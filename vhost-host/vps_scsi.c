@@ -17,6 +17,13 @@
 #include "vps.h"
 
 #define VPS_MAX_UNMAP_DESC	256
+/*
+ * The blocks one UNMAP or WRITE SAME may discard, all descriptors
+ * together (VPD B0 says so; Linux splits its discards to fit): a discard
+ * runs synchronously in the worker, under the adapter's mutex, so this
+ * and VPS_DISCARD_WEIGHT bound how long an abort or a reset waits.
+ */
+#define VPS_MAX_DISCARD_BYTES	(64ULL << 20)
 
 /* sense keys and additional sense codes used here */
 #define SK_NO_SENSE		0x0
@@ -346,11 +353,14 @@ static void vps_inquiry_vpd(struct vps_dev *dev, struct vps_req *req,
 		put_unaligned_be32(max_blocks, &b[8]);
 		put_unaligned_be32(max_blocks, &b[12]);
 		if (lun->can_discard) {
-			put_unaligned_be32(0xffffffff, &b[20]);
+			put_unaligned_be32(VPS_MAX_DISCARD_BYTES >> lun->block_shift,
+					   &b[20]);
 			put_unaligned_be32(VPS_MAX_UNMAP_DESC, &b[24]);
 			put_unaligned_be32(1, &b[28]);
 		}
-		put_unaligned_be64(lun->can_discard ? 0xffffffff : 0, &b[36]);
+		put_unaligned_be64(lun->can_discard ?
+				   VPS_MAX_DISCARD_BYTES >> lun->block_shift : 0,
+				   &b[36]);
 		break;
 	}
 	case 0xb1:
@@ -586,6 +596,7 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 {
 	u32 plen = get_unaligned_be16(&cdb[7]), ndesc, i;
 	u8 *b = dev->scratch;
+	u64 total;
 	int n;
 
 	if (!vps_discard_ok(dev, req, lun))
@@ -611,7 +622,7 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 	}
 	ndesc = min_t(u32, get_unaligned_be16(&b[2]), plen - 8) / 16;
 	/* validate every descriptor before discarding anything */
-	for (i = 0; i < ndesc; i++) {
+	for (i = 0, total = 0; i < ndesc; i++) {
 		u64 lba = get_unaligned_be64(&b[8 + 16 * i]);
 		u32 nblk = get_unaligned_be32(&b[8 + 16 * i + 8]);
 
@@ -620,6 +631,12 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 				  ASC_LBA_OUT_OF_RANGE, 0);
 			return;
 		}
+		total += nblk;
+	}
+	/* beyond the MAXIMUM UNMAP LBA COUNT of VPD B0 */
+	if (total > VPS_MAX_DISCARD_BYTES >> lun->block_shift) {
+		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_PARAM, 0);
+		return;
 	}
 	for (i = 0; i < ndesc; i++) {
 		u64 lba = get_unaligned_be64(&b[8 + 16 * i]);
@@ -652,7 +669,8 @@ static void vps_write_same(struct vps_dev *dev, struct vps_req *req,
 		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE, 0);
 		return;
 	}
-	if (!nblk) {	/* zero means "to the end", which we do not offer */
+	/* zero means "to the end", which we do not offer; nor beyond VPD B0 */
+	if (!nblk || nblk > VPS_MAX_DISCARD_BYTES >> lun->block_shift) {
 		vps_invalid_field(dev, req);
 		return;
 	}
