@@ -1071,6 +1071,14 @@ static void vps_wait_io(struct vps_dev *dev)
 	vps_process_done(dev);
 }
 
+/* a reset's wait: consume nothing until the backing I/O has drained */
+static void vps_quiesce_wait(struct vps_dev *dev)
+{
+	dev->quiesce++;
+	vps_wait_io(dev);
+	dev->quiesce--;
+}
+
 /* the requests consumed and not yet posted that @s covers get @status */
 static u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 			    const struct vps_scope *s)
@@ -1135,34 +1143,14 @@ static void vps_drop_rings(struct vps_dev *dev)
 }
 
 /*
- * The owner's process has exited (SIGKILL included).  Let go now of what
- * it gave us and of what reaches into its memory, rather than at the last
- * close: another process may hold the fd (inherited, passed) for as long
- * as it likes.  The rings and the memory table go; the backing I/O in
- * flight, which pins guest pages and points at our requests, is waited
- * for; LUNs and eventfds are put.  Called from the worker with
- * dev->mutex held; after it, nothing wakes the worker and no ioctl but
- * the stats gets through.
+ * Let go of what the owner handed us: its LUNs, its eventfds, the table of
+ * its memory.  Caller: nothing can use them any more (dev->mutex held with
+ * the owner gone, or release after the worker stopped).
  */
-static void vps_owner_gone(struct vps_dev *dev)
+static void vps_put_owner_refs(struct vps_dev *dev)
 {
 	u32 t, l;
 
-	if (dev->owner_gone)
-		return;
-	/* first: the I/O completions below must not wake the worker */
-	WRITE_ONCE(dev->owner_gone, true);
-	vps_kick_stop(dev);
-	vps_drop_rings(dev);
-	dev->quiesce++;
-	vps_wait_io(dev);
-	dev->quiesce--;
-	/* the rings are gone: this frees what waited for ring room */
-	vps_drain_backlog(dev);
-	clear_bit(VPS_EV_KICK, &dev->events);
-	dev->backlog_wait = false;
-	kvfree(dev->mem);
-	dev->mem = NULL;
 	for (t = 0; t < VPS_MAX_TARGETS; t++) {
 		for (l = 0; l < VPS_MAX_LUNS; l++) {
 			vps_lun_put(dev->luns[t][l]);
@@ -1175,6 +1163,34 @@ static void vps_owner_gone(struct vps_dev *dev)
 	if (dev->call_msg)
 		eventfd_ctx_put(dev->call_msg);
 	dev->call_msg = NULL;
+	kvfree(dev->mem);
+	dev->mem = NULL;
+}
+
+/*
+ * The owner's process has exited (SIGKILL included).  Let go now of what
+ * it gave us and of what reaches into its memory, rather than at the last
+ * close: another process may hold the fd (inherited, passed) for as long
+ * as it likes.  The rings and the memory table go; the backing I/O in
+ * flight, which pins guest pages and points at our requests, is waited
+ * for; LUNs and eventfds are put.  Called from the worker with
+ * dev->mutex held; after it, nothing wakes the worker and no ioctl but
+ * the stats gets through.
+ */
+static void vps_owner_gone(struct vps_dev *dev)
+{
+	if (dev->owner_gone)
+		return;
+	/* first: the I/O completions below must not wake the worker */
+	WRITE_ONCE(dev->owner_gone, true);
+	vps_kick_stop(dev);
+	vps_drop_rings(dev);
+	vps_quiesce_wait(dev);
+	/* the rings are gone: this frees what waited for ring room */
+	vps_drain_backlog(dev);
+	clear_bit(VPS_EV_KICK, &dev->events);
+	dev->backlog_wait = false;
+	vps_put_owner_refs(dev);
 	pr_debug("owner of an adapter exited: its memory is let go\n");
 }
 
@@ -1556,9 +1572,7 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		vps_consume_cancelling(dev, BTSTAT_BUSRESET, &s);
 	vps_mark_aborted(dev, BTSTAT_BUSRESET, &s);
 	dev->stats.resets++;
-	dev->quiesce++;
-	vps_wait_io(dev);
-	dev->quiesce--;
+	vps_quiesce_wait(dev);
 	if (r.kind == VPS_RESET_ADAPTER) {
 		/* the rings are gone: nothing more is written to the guest */
 		vps_drop_rings(dev);
@@ -1717,7 +1731,6 @@ static int vps_release(struct inode *inode, struct file *f)
 {
 	struct vps_dev *dev = f->private_data;
 	struct vps_req *req, *tmp;
-	u32 t, l;
 
 	debugfs_remove(dev->debugfs);
 	mutex_lock(&dev->mutex);
@@ -1739,14 +1752,7 @@ static int vps_release(struct inode *inode, struct file *f)
 		vps_req_free(dev, req);
 	list_for_each_entry_safe(req, tmp, &dev->inflight, node)
 		vps_req_free(dev, req);
-	for (t = 0; t < VPS_MAX_TARGETS; t++)
-		for (l = 0; l < VPS_MAX_LUNS; l++)
-			vps_lun_put(dev->luns[t][l]);
-	if (dev->call_cmpl)
-		eventfd_ctx_put(dev->call_cmpl);
-	if (dev->call_msg)
-		eventfd_ctx_put(dev->call_msg);
-	kvfree(dev->mem);
+	vps_put_owner_refs(dev);
 	if (dev->mm)
 		mmdrop(dev->mm);
 	if (dev->owner)
