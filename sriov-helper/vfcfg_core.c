@@ -659,7 +659,7 @@ static void vfcfg_apply_all(struct work_struct *work)
 	list_for_each_entry(pf, &set->pfs, node) {
 		if (!pf->sel)
 			vfcfg_pf_state(pf, "", "not present");
-		else if (vfcfg_winner(set, pf) != pf)
+		else if (pf->shadowed)	/* set just above, by this work */
 			continue;
 		else if (dev_is_pci(pf->sel))
 			vfcfg_apply_pci(pf, to_pci_dev(pf->sel));
