@@ -180,6 +180,21 @@ static int reset(uint32_t kind, uint32_t target, uint32_t lun)
 	return ioctl(vfd, VPS_RESET, &r);
 }
 
+/*
+ * An adapter reset and rings as a guest sets them up after one, with
+ * @cmp_pages of completion ring; 0 when both setups took
+ */
+static int new_rings(uint32_t cmp_pages)
+{
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	memset(page(P_RS), 0, PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	cmp_entries = cmp_pages * PVSCSI_CMP_DESCS_PER_PAGE;
+	return setup_rings(REQ_PAGES, cmp_pages, gpa(page(P_RS))) || setup_msg();
+}
+
 /* become the owner of vfd and set it up over ram */
 static void setup_adapter(void)
 {
@@ -332,6 +347,40 @@ static int get_cmps(struct result *out, int n, int timeout_ms)
 		}
 	}
 	return got;
+}
+
+/* completions until @n came or none for @idle_ms; @out has room for @n */
+static uint32_t collect(struct result *out, uint32_t n, int idle_ms)
+{
+	uint32_t got = 0;
+	int k;
+
+	while (got < n && (k = get_cmps(out + got, n - got, idle_ms)) > 0)
+		got += k;
+	return got;
+}
+
+/*
+ * Of @got completions of the @n commands whose contexts start at @base:
+ * how many carry a context outside them or one already seen (a command
+ * completed twice)
+ */
+static uint32_t count_dups(const struct result *res, uint32_t got, uint64_t base,
+			   uint32_t n)
+{
+	uint8_t *seen = calloc(n, 1);
+	uint32_t i, dup = 0;
+
+	if (!seen)
+		die("calloc");
+	for (i = 0; i < got; i++) {
+		uint64_t k = res[i].context - base;
+
+		if (k >= n || seen[k]++)
+			dup++;
+	}
+	free(seen);
+	return dup;
 }
 
 /* run one command synchronously; sense is copied into the result */
@@ -710,6 +759,19 @@ static uint64_t file_blocks(const char *path)
 	return st.st_blocks;
 }
 
+/* UNMAP of one descriptor, its parameter list in @w */
+static struct cmd unmap_cmd(uint8_t *w, uint64_t lba, uint32_t nblk)
+{
+	memset(w, 0, 24);
+	w[1] = 22;
+	w[3] = 16;
+	be64(w + 8, lba);
+	be32(w + 16, nblk);
+	return (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
+			     .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
+			     .data_gpa = gpa(w), .data_len = 24 };
+}
+
 static void check_unmap(const char *file)
 {
 	uint8_t *w = data();
@@ -724,13 +786,8 @@ static void check_unmap(const char *file)
 	c.target = 1;
 	CHECK_GOOD("file-write-1m", c);
 	before = file_blocks(file);
-	memset(w, 0, 24);
-	w[1] = 22; w[3] = 16;
-	be64(w + 8, 4096);
-	be32(w + 16, 1024);
-	c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
-			  .target = 1, .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
-			  .data_gpa = gpa(w), .data_len = 24 };
+	c = unmap_cmd(w, 4096, 1024);
+	c.target = 1;
 	e = run(&c, &r);
 	after = file_blocks(file);
 	tap(!e && good(&r) && after + 1024 <= before, "unmap-punches-hole",
@@ -761,13 +818,8 @@ static void check_unmap(const char *file)
 	be32(&c.cdb[10], 8);
 	CHECK_SENSE("write-same-without-unmap-refused", c, 5, 0x24, 0);
 	/* UNMAP with a descriptor beyond the end changes nothing */
-	memset(w, 0, 24);
-	w[1] = 22; w[3] = 16;
-	be64(w + 8, ~0ull - 10);
-	be32(w + 16, 100);
-	c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
-			  .target = 1, .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
-			  .data_gpa = gpa(w), .data_len = 24 };
+	c = unmap_cmd(w, ~0ull - 10, 100);
+	c.target = 1;
 	CHECK_SENSE("unmap-out-of-range", c, 5, 0x21, 0);
 }
 
@@ -894,13 +946,7 @@ static void check_hostile(void)
 	put_req(&c, next_ctx++, 0);
 	kick();
 	tap(get_cmps(&r, 1, 300) == 0, "cmp-consumer-ahead-no-completion", "posted");
-	reset(VPS_RESET_ADAPTER, 0, 0);
-	memset(page(P_RS), 0, PG);
-	req_prod = 0;
-	cmp_cons = 0;
-	msg_cons = 0;
-	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
-	setup_msg();
+	new_rings(CMP_PAGES);
 }
 
 static void check_ioctls(const char *disk)
@@ -1043,15 +1089,13 @@ static void check_messages(const char *disk)
 static void check_inflight(void)
 {
 	static struct result res[256];
-	uint32_t i, n = 96, dup = 0, got;
-	static uint8_t seen[1024];
+	uint32_t i, n = 96, dup, got;
 	uint64_t base = next_ctx;
 	struct vps_abort a;
 	int e;
 
 	for (int round = 0; round < 3; round++) {
 		base = next_ctx;
-		memset(seen, 0, sizeof(seen));
 		for (i = 0; i < n; i++) {
 			struct cmd c = rw16(i & 1, (i * 64) % (disk_blocks - 64), 64,
 					    data() + (size_t)(i % 32) * 32768, 512);
@@ -1070,12 +1114,7 @@ static void check_inflight(void)
 			e = 0;
 		}
 		got = get_cmps(res, n, 10000);
-		for (i = 0; i < got; i++) {
-			uint64_t k = res[i].context - base;
-
-			if (k >= n || seen[k]++)
-				dup++;
-		}
+		dup = count_dups(res, got, base, n);
 		tap(!e && got == n && !dup, round == 0 ? "device-reset-inflight-once" :
 		    round == 1 ? "bus-reset-inflight-once" : "inflight-complete-once",
 		    "e %d got %u/%u dup %u", e, got, n, dup);
@@ -1118,18 +1157,10 @@ static void check_inflight(void)
 static void check_small_cmp_ring(void)
 {
 	static struct result res[512];
-	uint32_t i, n = 256 + 50, got = 0, dup = 0;
+	uint32_t i, n = 256 + 50, got, dup;
 	uint64_t base;
-	static uint8_t seen[512];
 
-	reset(VPS_RESET_ADAPTER, 0, 0);
-	memset(page(P_RS), 0, PG);
-	req_prod = 0;
-	cmp_cons = 0;
-	msg_cons = 0;
-	tap(!setup_rings(REQ_PAGES, 1, gpa(page(P_RS))) && !setup_msg(),
-	    "small-cmp-ring-setup", "%s", strerror(errno));
-	cmp_entries = PVSCSI_CMP_DESCS_PER_PAGE;
+	tap(!new_rings(1), "small-cmp-ring-setup", "%s", strerror(errno));
 	base = next_ctx;
 	/*
 	 * 256: 128 fill the completion ring, 128 wait behind it; then 50
@@ -1149,31 +1180,12 @@ static void check_small_cmp_ring(void)
 			kick();
 	}
 	usleep(300000);
-	memset(seen, 0, sizeof(seen));
-	while (got < n) {
-		/* get_cmps() consumes, which frees slots; no further kick */
-		int k = get_cmps(res, n - got, 3000), j;
-
-		if (k <= 0)
-			break;
-		for (j = 0; j < k; j++) {
-			uint64_t x = res[j].context - base;
-
-			if (x >= n || seen[x]++)
-				dup++;
-		}
-		got += k;
-	}
+	/* get_cmps() consumes, which frees slots; no further kick */
+	got = collect(res, n, 3000);
+	dup = count_dups(res, got, base, n);
 	tap(got == n && !dup, "small-cmp-ring-no-stall", "got %u/%u dup %u, req cons %u",
 	    got, n, dup, rs->req_cons_idx);
-	cmp_entries = CMP_ENTRIES;
-	reset(VPS_RESET_ADAPTER, 0, 0);
-	memset(page(P_RS), 0, PG);
-	req_prod = 0;
-	cmp_cons = 0;
-	msg_cons = 0;
-	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
-	setup_msg();
+	new_rings(CMP_PAGES);
 }
 
 static void check_threshold(void)
@@ -1333,23 +1345,15 @@ static void check_cancel_unconsumed(void)
 static void check_lun_reset_backlog(void)
 {
 	static struct result res[256];
-	static uint8_t seen[256];
 	struct cmd l0 = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
 	struct cmd l1 = l0;
 	uint32_t i, n = 256, full = PVSCSI_CMP_DESCS_PER_PAGE;
-	uint32_t got = 0, dup = 0, bad = 0;
+	uint32_t got, dup, bad = 0;
 	uint64_t base;
 	int e, k;
 
 	l1.lun = 1;
-	reset(VPS_RESET_ADAPTER, 0, 0);
-	memset(page(P_RS), 0, PG);
-	req_prod = 0;
-	cmp_cons = 0;
-	msg_cons = 0;
-	tap(!setup_rings(REQ_PAGES, 1, gpa(page(P_RS))) && !setup_msg(),
-	    "lun-reset-backlog-setup", "%s", strerror(errno));
-	cmp_entries = full;
+	tap(!new_rings(1), "lun-reset-backlog-setup", "%s", strerror(errno));
 	base = next_ctx;
 	/* the first ring-full LUN 1, then LUN 1 and LUN 0 in turn */
 	for (i = 0; i < n; i++)
@@ -1361,35 +1365,20 @@ static void check_lun_reset_backlog(void)
 		usleep(10000);
 	}
 	e = reset(VPS_RESET_DEVICE, 0, 0);
-	memset(seen, 0, sizeof(seen));
-	while (got < n) {
-		int m = get_cmps(res, n - got, 3000), j;
+	got = collect(res, n, 3000);
+	dup = count_dups(res, got, base, n);
+	for (i = 0; i < got; i++) {
+		uint64_t x = res[i].context - base;
 
-		if (m <= 0)
-			break;
-		for (j = 0; j < m; j++) {
-			uint64_t x = res[j].context - base;
-
-			if (x >= n || seen[x]++)
-				dup++;
-			else if ((x >= full && x % 2) ? res[j].host != BTSTAT_BUSRESET :
-				 !good(&res[j]))
-				bad++;
-		}
-		got += m;
+		if (x < n && ((x >= full && x % 2) ? res[i].host != BTSTAT_BUSRESET :
+			      !good(&res[i])))
+			bad++;
 	}
 	tap(!e && k < 300 && got == n && !dup && !bad,
 	    "device-reset-spares-other-lun-backlog",
 	    "e %d backlog %s: got %u/%u dup %u wrong status %u", e,
 	    k < 300 ? "built" : "not built", got, n, dup, bad);
-	cmp_entries = CMP_ENTRIES;
-	reset(VPS_RESET_ADAPTER, 0, 0);
-	memset(page(P_RS), 0, PG);
-	req_prod = 0;
-	cmp_cons = 0;
-	msg_cons = 0;
-	setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
-	setup_msg();
+	new_rings(CMP_PAGES);
 }
 
 struct resetter {
@@ -1751,11 +1740,9 @@ static int shell(const char *cmd)
 static uint32_t burst(int write, uint64_t lba, uint32_t nblk, uint32_t n,
 		      struct result *res, uint32_t *dup)
 {
-	static uint8_t seen[256];
 	uint64_t base = next_ctx;
 	uint32_t i, got;
 
-	memset(seen, 0, sizeof(seen));
 	for (i = 0; i < n; i++) {
 		struct cmd c = rw16(write, lba, nblk, data() + (16u << 20) +
 				    (size_t)i * nblk * 512, 512);
@@ -1764,13 +1751,7 @@ static uint32_t burst(int write, uint64_t lba, uint32_t nblk, uint32_t n,
 	}
 	kick();
 	got = get_cmps(res, n, 20000);
-	*dup = 0;
-	for (i = 0; i < got; i++) {
-		uint64_t k = res[i].context - base;
-
-		if (k >= n || seen[k]++)
-			(*dup)++;
-	}
+	*dup = count_dups(res, got, base, n);
 	return got;
 }
 
@@ -1898,20 +1879,10 @@ static int do_detach_inflight(const char *disk, const char *cmd)
 	    (unsigned long long)s.in_flight);
 	printf("# in flight at detach: %llu\n", (unsigned long long)s.in_flight);
 	got = get_cmps(res, 48, 20000);
-	{
-		static uint8_t seen[64];
-		uint64_t base = next_ctx - 48;
-
-		dup = 0;
-		for (i = 0; i < got; i++) {
-			uint64_t k = res[i].context - base;
-
-			if (k >= 48 || seen[k]++)
-				dup++;
-			if (!good(&res[i]))
-				nok++;
-		}
-	}
+	dup = count_dups(res, got, next_ctx - 48, 48);
+	for (i = 0; i < got; i++)
+		if (!good(&res[i]))
+			nok++;
 	tap(got == 48 && !dup && !nok, "inflight-complete-once-after-detach",
 	    "got %u/48 dup %u not good %u", got, dup, nok);
 	tap(get_cmps(res, 1, 200) == 0, "no-extra-completions", "an extra completion");
@@ -2024,12 +1995,7 @@ static int do_bench(const char *disk, int qd, double seconds)
 	return 0;
 }
 
-/*
- * A block device made read-only on the host after the attach (blockdev
- * --setro): UNMAP and WRITE SAME must be refused like WRITE, DATA PROTECT,
- * and the data stays.  Before that, an UNMAP drops the host's page cache
- * of the range: a buffered read on the host sees what the device holds.
- */
+/* @len bytes at @off of @path, read through the host's page cache */
 static int host_read(const char *path, uint64_t off, void *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY);
@@ -2042,18 +2008,12 @@ static int host_read(const char *path, uint64_t off, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : -1;
 }
 
-static struct cmd unmap_cmd(uint8_t *w, uint64_t lba, uint32_t nblk)
-{
-	memset(w, 0, 24);
-	w[1] = 22;
-	w[3] = 16;
-	be64(w + 8, lba);
-	be32(w + 16, nblk);
-	return (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
-			     .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
-			     .data_gpa = gpa(w), .data_len = 24 };
-}
-
+/*
+ * A block device made read-only on the host after the attach (blockdev
+ * --setro): UNMAP and WRITE SAME must be refused like WRITE, DATA PROTECT,
+ * and the data stays.  Before that, an UNMAP drops the host's page cache
+ * of the range: a buffered read on the host sees what the device holds.
+ */
 static int do_ro_bdev(const char *disk)
 {
 	static uint8_t host[64 * 512], want[64 * 512];
@@ -2192,9 +2152,8 @@ static int do_cgroup(void)
 static int do_freeze(const char *file, const char *mnt)
 {
 	static struct result res[64];
-	static uint8_t seen[64];
 	uint64_t base;
-	uint32_t i, got, nok = 0, dup = 0, bad = 0;
+	uint32_t i, got, nok = 0, dup, bad = 0;
 	char cmd[300];
 	int st = -1, e;
 	double t0;
@@ -2245,14 +2204,10 @@ static int do_freeze(const char *file, const char *mnt)
 	snprintf(cmd, sizeof(cmd), "fsfreeze --unfreeze %s", mnt);
 	tap(!shell(cmd), "thaw", "");
 	got = get_cmps(res, 64, 20000);
-	for (i = 0; i < got; i++) {
-		uint64_t k = res[i].context - base;
-
-		if (k >= 64 || seen[k]++)
-			dup++;
+	dup = count_dups(res, got, base, 64);
+	for (i = 0; i < got; i++)
 		if (!good(&res[i]))
 			nok++;
-	}
 	tap(got == 64 && !dup && !nok, "writes-complete-once-after-thaw",
 	    "got %u/64 dup %u not good %u", got, dup, nok);
 	for (i = 0; i < 64; i++) {
@@ -2313,16 +2268,9 @@ static int do_discard_abort(const char *disk)
 			  .data_gpa = gpa(w), .data_len = 40 };
 	CHECK_SENSE("unmap-over-max-refused", c, 5, 0x26, 0);
 	for (i = 0; i < 128; i++) {
-		uint8_t *p = data() + (size_t)i * 64;
-
-		memset(p, 0, 24);
-		p[1] = 22;
-		p[3] = 16;
-		be64(p + 8, (uint64_t)(i % 16) * ((64u << 20) / 512) % disk_blocks);
-		be32(p + 16, (64u << 20) / 512);
-		c = (struct cmd){ .cdb = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 }, .cdb_len = 10,
-				  .flags = PVSCSI_FLAG_CMD_DIR_TODEVICE,
-				  .data_gpa = gpa(p), .data_len = 24 };
+		c = unmap_cmd(data() + (size_t)i * 64,
+			      (uint64_t)(i % 16) * ((64u << 20) / 512) % disk_blocks,
+			      (64u << 20) / 512);
 		put_req(&c, next_ctx++, i % 64);
 	}
 	kick();
