@@ -27,10 +27,7 @@
 #define VPS_MAX_IOVS		(PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT + 16)
 /* descriptors handled per worker round before completions get a turn */
 #define VPS_WORK_WEIGHT		256
-/*
- * What one UNMAP or WRITE SAME (up to 64 MiB, synchronous) weighs in it: a
- * whole pass, so an abort or reset waits for one discard at most, not 256
- */
+/* what a discard weighs in it (vps_scsi_extra_weight()): a whole pass */
 #define VPS_DISCARD_WEIGHT	VPS_WORK_WEIGHT
 /*
  * After re-arming REQCALLTHRESHOLD, look at the request ring once more
@@ -217,6 +214,7 @@ bool vps_target_present(struct vps_dev *dev, u32 target);
 void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 		      const struct pvscsi_req_desc *d);
 void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req);
+u32 vps_scsi_extra_weight(const u8 *cdb);
 void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq);
 int vps_lun_probe(struct vps_lu *lun, u32 block_size);
 

@@ -618,8 +618,8 @@ void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req)
 }
 
 /*
- * Consume up to VPS_WORK_WEIGHT descriptors (a discard counts as
- * VPS_DISCARD_WEIGHT of them).  Returns true when more may
+ * Consume up to VPS_WORK_WEIGHT descriptors (a command the target runs
+ * synchronously weighs more: vps_scsi_extra_weight()).  Returns true when more may
  * be waiting (the caller comes back after completions had a turn).
  * @peek: a second look, not a doorbell: an empty ring leaves the armed
  * threshold alone.
@@ -706,13 +706,8 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 		}
 		if (!vps_handle_desc(dev, &d))
 			return true;	/* no memory: retry the same slot */
-		/*
-		 * A discard runs here, synchronously, up to 64 MiB of it: it
-		 * weighs more, so that a pass of them leaves the mutex to an
-		 * abort or a reset soon.  d is our copy: read once, as ever.
-		 */
-		if (d.cdb[0] == UNMAP || d.cdb[0] == WRITE_SAME_16)
-			budget -= min(budget, VPS_DISCARD_WEIGHT);
+		/* what it weighs beyond one (d is our copy: read once) */
+		budget -= min(budget, vps_scsi_extra_weight(d.cdb));
 		dev->req_cons++;
 		if (vps_rs_put(&dev->rs->req_cons_idx, dev->req_cons)) {
 			vps_break(dev, "rings state unwritable");

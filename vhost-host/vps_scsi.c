@@ -576,6 +576,17 @@ static void vps_discard_failed(struct vps_dev *dev, struct vps_req *req,
 	vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
 }
 
+/*
+ * What a command weighs in the worker's pass beyond the one every command
+ * counts.  A discard runs synchronously under the adapter's mutex, up to
+ * VPS_MAX_DISCARD_BYTES of it: a whole pass, so that an abort or a reset
+ * waits behind one discard at most.
+ */
+u32 vps_scsi_extra_weight(const u8 *cdb)
+{
+	return cdb[0] == UNMAP || cdb[0] == WRITE_SAME_16 ? VPS_DISCARD_WEIGHT : 0;
+}
+
 /* checks common to UNMAP and WRITE SAME; true when the caller goes on */
 static bool vps_discard_ok(struct vps_dev *dev, struct vps_req *req,
 			   struct vps_lu *lun)
