@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 6
+# checks: 7
 #
 # scripts/setup changes nothing outside its cache but the packages the
 # build needs: no package it installs pulls a kernel image in (Debian's
@@ -35,6 +35,26 @@ for k in 612 61; do
 	[ -f "$d/Makefile" ] && [ -x "$d/scripts/mod/modpost" ] || bad="$bad $k:incomplete:$d"
 done
 res headers-in-cache "$([ -z "$bad" ]; echo $?)" "$bad"
+# The headers and kbuild packages are unpacked, not installed, so their
+# own Depends (the tools a module build runs: gcc-12, pahole) must be in
+# set-up's list; a missing one failed the first module build on a new
+# machine (pahole, 2026-12-02).
+deps() { apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+	--no-replaces --no-enhances "$@" 2>/dev/null | awk '/ Depends: [^<]/ {print $2}' | sort -u; }
+need=""
+for k in 612 61; do
+	h="linux-headers-$(vps_krel "$k")"
+	# shellcheck disable=SC2046
+	need="$need $(deps "$h" $(deps "$h" | grep -E '^linux-(kbuild|headers)-'))"
+done
+miss=""
+# libraries and the packages every Debian system has are not listed
+for p in $(echo "$need" | tr ' ' '\n' | grep -vE '^(linux-|lib)' | sort -u); do
+	apt-cache show "$p" 2>/dev/null | grep -qE '^(Priority: (required|important)|Section: libs)$' && continue
+	echo "$pk" | sed 's|/.*||' | grep -qx "$p" || miss="$miss $p"
+done
+res kbuild-deps-listed "$([ -n "$need" ] && [ -z "$miss" ]; echo $?)" \
+	"missing from set-up's list:$miss (needed:$(echo $need | head -c 200))"
 snap() { ls -la --time-style=+%s /boot; dpkg-query -W -f='${Package} ${Version} ${Status}\n'; }
 before=$(snap)
 "$TOP/scripts/setup" > /tmp/vps-setup-warm.$$ 2>&1
