@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * vhost_pvscsi internals shared by the core (vps_main.c) and the SCSI
- * target (vps_scsi.c).
+ * vhost_pvscsi internals: the data structures every layer shares, and the
+ * worker's wake-up.  The layers, and the headers they export, from the top
+ * down; calls go down only:
+ *   vps_main.c  control: module, char device, ioctls  (no header)
+ *   vps_ring.c  rings, completions, the worker       vps_ring.h
+ *   vps_scsi.c  the SCSI target                      vps_scsi.h
+ *   vps_io.c    LUNs and the backing I/O             vps_io.h
+ *   vps_mem.c   guest memory translation and copies  vps_io.h
+ * The one way back up is a backing I/O's completion: it goes on dev->done
+ * and wakes the worker (vps_worker_wake()), which posts it.
  */
 #ifndef _VPS_H
 #define _VPS_H
@@ -199,23 +207,26 @@ struct vps_dev {
 	struct vps_stats stats;			/* [M] */
 };
 
-/* vps_main.c: guest memory and completion */
-int vps_copy_to_guest(struct vps_dev *dev, struct vps_req *req,
-		      const void *buf, u32 len);
-int vps_copy_from_guest(struct vps_dev *dev, struct vps_req *req,
-			void *buf, u32 len);
-void vps_lun_put(struct vps_lu *lun);
-void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
-		   struct iov_iter *iter, loff_t pos, bool fua);
-void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req);
-bool vps_target_present(struct vps_dev *dev, u32 target);
-
-/* vps_scsi.c: the target */
-void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
-		      const struct pvscsi_req_desc *d);
-void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req);
-u32 vps_scsi_extra_weight(const u8 *cdb);
-void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq);
-int vps_lun_probe(struct vps_lu *lun, u32 block_size);
+/*
+ * Wake the worker: from the kick eventfd (atomic context), a backing
+ * I/O's completion (any context) and the ioctls that leave it work.
+ */
+#ifdef VPS_HAVE_VHOST_TASK
+static inline void vps_worker_wake(struct vps_dev *dev)
+{
+	/*
+	 * A killed vhost_task exits: vps_owner_gone() stops every source of
+	 * wake-ups (kick, I/O, ioctls) before it returns to let it go.
+	 */
+	if (dev->worker.vtsk && !READ_ONCE(dev->owner_gone))
+		vhost_task_wake(dev->worker.vtsk);
+}
+#else
+static inline void vps_worker_wake(struct vps_dev *dev)
+{
+	if (dev->worker.task)
+		wake_up_process(dev->worker.task);
+}
+#endif
 
 #endif /* _VPS_H */

@@ -4,7 +4,12 @@
  * LUN's file as asynchronous O_DIRECT I/O (vps_submit_io); everything else
  * is answered here, in the worker, from what the backing file tells us.
  * Errors are answered as a disk would: CHECK CONDITION with fixed-format
- * sense, truncated by the core to the guest's senseLen.
+ * sense, truncated by the rings to the guest's senseLen.
+ *
+ * Layering: called by the rings (vps_ring.c) through vps_scsi.h; calls
+ * down only into the I/O interface of vps_io.h (guest memory copies, LUN
+ * lookup, backing I/O), never back up: vps_scsi_execute() says whether it
+ * answered the command, which the rings then complete, or queued its I/O.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -15,6 +20,8 @@
 #include <scsi/scsi_proto.h>
 
 #include "vps.h"
+#include "vps_io.h"
+#include "vps_scsi.h"
 
 #define VPS_MAX_UNMAP_DESC	256
 /*
@@ -43,7 +50,7 @@
 #define ASC_SAVING_NOT_SUPP	0x39
 #define ASC_INTERNAL_FAILURE	0x44
 
-void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq)
+static void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq)
 {
 	memset(req->sense, 0, sizeof(req->sense));
 	req->sense[0] = 0x70;		/* current error, fixed format */
@@ -56,11 +63,14 @@ void vps_set_sense(struct vps_req *req, u8 key, u8 asc, u8 ascq)
 	req->xfer = 0;
 }
 
+/*
+ * The answers of a command run here at once: each sets the request's
+ * result; vps_scsi_execute() then returns VPS_EXEC_DONE.
+ */
 static void vps_check(struct vps_dev *dev, struct vps_req *req, u8 key,
 		      u8 asc, u8 ascq)
 {
 	vps_set_sense(req, key, asc, ascq);
-	vps_req_done_sync(dev, req);
 }
 
 static void vps_invalid_field(struct vps_dev *dev, struct vps_req *req)
@@ -72,7 +82,6 @@ static void vps_good(struct vps_dev *dev, struct vps_req *req)
 {
 	req->host_status = BTSTAT_SUCCESS;
 	req->scsi_status = SAM_STAT_GOOD;
-	vps_req_done_sync(dev, req);
 }
 
 /* data-in for an emulated command: at most alloc_len and the buffer */
@@ -85,7 +94,6 @@ static void vps_data_in(struct vps_dev *dev, struct vps_req *req,
 	n = vps_copy_to_guest(dev, req, buf, len);
 	if (n < 0) {
 		req->host_status = BTSTAT_INVPARAM;
-		vps_req_done_sync(dev, req);
 		return;
 	}
 	req->xfer = n;
@@ -165,8 +173,8 @@ static bool vps_iov_aligned(const struct vps_req *req, u32 mask)
 	return true;
 }
 
-static void vps_rw(struct vps_dev *dev, struct vps_req *req,
-		   struct vps_lu *lun, const u8 *cdb)
+static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
+			    struct vps_lu *lun, const u8 *cdb)
 {
 	u64 lba, bytes;
 	u32 nblk;
@@ -202,40 +210,37 @@ static void vps_rw(struct vps_dev *dev, struct vps_req *req,
 
 	if (lba > lun->nblocks || nblk > lun->nblocks - lba) {
 		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE, 0);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (req->write && vps_lun_ro(lun)) {
 		vps_check(dev, req, SK_DATA_PROTECT, ASC_WRITE_PROTECTED, 0);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (!nblk) {
 		vps_good(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	bytes = (u64)nblk << lun->block_shift;
 	if (bytes > VPS_MAX_DATA_LEN) {
 		vps_invalid_field(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (req->data_len < bytes) {
 		/* the guest's buffer cannot hold the transfer */
 		req->host_status = BTSTAT_DATARUN;
-		vps_req_done_sync(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	/* O_DIRECT needs sector-aligned segments: refuse the rest cleanly */
 	if (!vps_iov_aligned(req, (1u << lun->block_shift) - 1) &&
 	    !vps_iov_aligned(req, 511)) {
 		req->host_status = BTSTAT_INVPARAM;
 		dev->stats.errors_guest++;
-		vps_req_done_sync(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (atomic_read(&lun->outstanding) >= lun->max_outstanding) {
 		req->host_status = BTSTAT_SUCCESS;
 		req->scsi_status = SAM_STAT_TASK_SET_FULL;
-		vps_req_done_sync(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	atomic_inc(&lun->outstanding);
 	req->active = true;
@@ -246,6 +251,7 @@ static void vps_rw(struct vps_dev *dev, struct vps_req *req,
 		      req->nr_iovs, req->data_len);
 	iov_iter_truncate(&iter, bytes);
 	vps_submit_io(dev, req, &iter, lba << lun->block_shift, fua);
+	return VPS_EXEC_QUEUED;
 }
 
 /* turn the backing's answer into SCSI status (worker, after the I/O) */
@@ -628,7 +634,6 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 	n = vps_copy_from_guest(dev, req, b, plen);
 	if (n != plen) {
 		req->host_status = BTSTAT_INVPARAM;
-		vps_req_done_sync(dev, req);
 		return;
 	}
 	ndesc = min_t(u32, get_unaligned_be16(&b[2]), plen - 8) / 16;
@@ -747,8 +752,9 @@ static u32 vps_cdb_len(u8 op)
 	return len[op >> 5];
 }
 
-void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
-		      const struct pvscsi_req_desc *d)
+/* run one command whose descriptor the rings validated; see enum vps_exec */
+enum vps_exec vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
+			       const struct pvscsi_req_desc *d)
 {
 	const u8 *cdb = d->cdb;
 	struct vps_lu *lun = NULL;
@@ -757,31 +763,30 @@ void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 	if (d->bus || req->target >= VPS_MAX_TARGETS ||
 	    !vps_target_present(dev, req->target)) {
 		req->host_status = BTSTAT_SELTIMEO;
-		vps_req_done_sync(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (lunid != U32_MAX)
 		lun = dev->luns[req->target][lunid];
 
 	if (d->cdb_len < vps_cdb_len(cdb[0])) {
 		vps_invalid_field(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	}
 
 	switch (cdb[0]) {
 	case INQUIRY:
 		vps_inquiry(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case REPORT_LUNS:
 		vps_report_luns(dev, req, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case REQUEST_SENSE:
 		vps_request_sense(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	if (!lun) {
 		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED, 0);
-		return;
+		return VPS_EXEC_DONE;
 	}
 	switch (cdb[0]) {
 	case READ_6:
@@ -792,40 +797,39 @@ void vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 	case WRITE_10:
 	case WRITE_12:
 	case WRITE_16:
-		vps_rw(dev, req, lun, cdb);
-		return;
+		return vps_rw(dev, req, lun, cdb);
 	case TEST_UNIT_READY:
 		vps_good(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	case READ_CAPACITY:
 		vps_read_capacity(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case SERVICE_ACTION_IN_16:
 		if ((cdb[1] & 0x1f) == SAI_READ_CAPACITY_16)
 			vps_read_capacity(dev, req, lun, cdb);
 		else
 			vps_invalid_field(dev, req);
-		return;
+		return VPS_EXEC_DONE;
 	case MODE_SENSE:
 	case MODE_SENSE_10:
 		vps_mode_sense(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case SYNCHRONIZE_CACHE:
 	case SYNCHRONIZE_CACHE_16:
 		vps_sync_cache(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case UNMAP:
 		vps_unmap(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case WRITE_SAME_16:
 		vps_write_same(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	case VERIFY:
 	case VERIFY_16:
 		vps_verify(dev, req, lun, cdb);
-		return;
+		return VPS_EXEC_DONE;
 	default:
 		vps_check(dev, req, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE, 0);
-		return;
+		return VPS_EXEC_DONE;
 	}
 }

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vhost_pvscsi: guest memory.  Guest physical addresses become addresses
+ * in the owner's process only through the memory table that
+ * VHOST_SET_MEM_TABLE handed over (vps_main.c checks and installs it): a
+ * request's data buffer or SG list becomes its iovecs here, and the SCSI
+ * target's emulated data is copied to and from them.
+ *
+ * Layering: the bottom, part of the I/O interface of vps_io.h; called by
+ * the rings (vps_ring.c) and the SCSI target (vps_scsi.c), calls nothing.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/uaccess.h>
+
+#include "vps.h"
+#include "vps_io.h"
+
+static const struct vps_region *vps_find_region(const struct vps_mem *mem,
+						u64 gpa)
+{
+	u32 i;
+
+	if (!mem)
+		return NULL;
+	for (i = 0; i < mem->nregions; i++) {
+		const struct vps_region *r = &mem->r[i];
+
+		if (gpa >= r->gpa && gpa - r->gpa < r->size)
+			return r;
+	}
+	return NULL;
+}
+
+/* a guest range that must lie in one region (ring pages, SG chunks) */
+void __user *vps_gpa_to_user(const struct vps_mem *mem, u64 gpa, u64 len)
+{
+	const struct vps_region *r = vps_find_region(mem, gpa);
+	u64 off;
+
+	if (!r)
+		return NULL;
+	off = gpa - r->gpa;
+	if (len > r->size - off)
+		return NULL;
+	return (void __user *)(uintptr_t)(r->uaddr + off);
+}
+
+/* append the user-space iovecs behind [gpa, gpa + len) to the request */
+int vps_map_range(const struct vps_mem *mem, struct vps_req *req,
+		  u64 gpa, u64 len)
+{
+	while (len) {
+		const struct vps_region *r = vps_find_region(mem, gpa);
+		u64 off, chunk;
+
+		if (!r)
+			return -EFAULT;
+		off = gpa - r->gpa;
+		chunk = min(len, r->size - off);
+		if (req->nr_iovs && req->iov[req->nr_iovs - 1].iov_base +
+		    req->iov[req->nr_iovs - 1].iov_len ==
+		    (void __user *)(uintptr_t)(r->uaddr + off)) {
+			req->iov[req->nr_iovs - 1].iov_len += chunk;
+		} else {
+			if (req->nr_iovs == VPS_MAX_IOVS)
+				return -E2BIG;
+			req->iov[req->nr_iovs].iov_base =
+				(void __user *)(uintptr_t)(r->uaddr + off);
+			req->iov[req->nr_iovs].iov_len = chunk;
+			req->nr_iovs++;
+		}
+		gpa += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+/* SG page: walk elements until data_len is covered, at most one page's */
+int vps_map_sg(const struct vps_mem *mem, struct vps_req *req, u64 sg_gpa)
+{
+	struct pvscsi_sg_element sg[16];
+	u64 left = req->data_len;
+	u32 i = 0, n, j;
+	int ret;
+
+	while (left) {
+		void __user *p;
+
+		if (i >= PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT)
+			return -E2BIG;	/* SG total short of data_len */
+		n = min_t(u32, ARRAY_SIZE(sg),
+			  PVSCSI_MAX_SG_ENTRIES_PER_SEGMENT - i);
+		p = vps_gpa_to_user(mem, sg_gpa + (u64)i * sizeof(sg[0]),
+				    n * sizeof(sg[0]));
+		if (!p || copy_from_user(sg, p, n * sizeof(sg[0])))
+			return -EFAULT;
+		for (j = 0; j < n && left; j++, i++) {
+			u64 addr = le64_to_cpu(sg[j].addr);
+			u64 elen = le32_to_cpu(sg[j].length);
+
+			if (sg[j].flags)
+				return -EINVAL;	/* no chaining in this ABI */
+			elen = min(elen, left);
+			if (!elen)
+				continue;
+			ret = vps_map_range(mem, req, addr, elen);
+			if (ret)
+				return ret;
+			left -= elen;
+		}
+	}
+	return 0;
+}
+
+static int vps_xfer_guest(struct vps_req *req, void *buf, u32 len, bool out)
+{
+	u32 i, done = 0;
+
+	for (i = 0; i < req->nr_iovs && done < len; i++) {
+		u32 n = min_t(u64, req->iov[i].iov_len, len - done);
+		unsigned long left;
+
+		if (out)
+			left = copy_to_user(req->iov[i].iov_base, buf + done, n);
+		else
+			left = copy_from_user(buf + done, req->iov[i].iov_base, n);
+		if (left)
+			return -EFAULT;
+		done += n;
+	}
+	return done;
+}
+
+/* copy an emulated response to the request's data buffer; bytes or -err */
+int vps_copy_to_guest(struct vps_dev *dev, struct vps_req *req,
+		      const void *buf, u32 len)
+{
+	return vps_xfer_guest(req, (void *)buf, len, true);
+}
+
+int vps_copy_from_guest(struct vps_dev *dev, struct vps_req *req,
+			void *buf, u32 len)
+{
+	return vps_xfer_guest(req, buf, len, false);
+}

@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vhost_pvscsi: the rings and the worker.  The ring pages the guest gave
+ * to SETUP_RINGS and SETUP_MSG_RING, translated through the memory table;
+ * the request ring walk (each descriptor copied once and validated, then
+ * handed to the SCSI target); the completion ring and its backlog; the
+ * message ring; the worker (a vhost_task, or a kthread on 6.1) and the
+ * kick eventfd that wakes it; and what resets, aborts and the owner's exit
+ * do to all of that.
+ *
+ * Layering: called by the control plane (vps_main.c) through vps_ring.h;
+ * calls down into the SCSI target (vps_scsi.h) and the I/O interface
+ * (vps_io.h).  The target answers at once or queues backing I/O
+ * (vps_scsi_execute()'s result): either way the completion is posted here.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/eventfd.h>
+#include <linux/file.h>
+#include <linux/cgroup.h>
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/log2.h>
+#include <scsi/scsi_proto.h>
+
+#include "vps.h"
+#include "vps_io.h"
+#include "vps_scsi.h"
+#include "vps_ring.h"
+
+/* struct vps_req, from descriptor to completion; vps_init() creates it */
+struct kmem_cache *vps_req_cache;
+/* requests consumed and not completed: a module-wide gauge (debugfs) */
+atomic_long_t vps_inflight_reqs;
+
+static void vps_owner_gone(struct vps_dev *dev);
+
+/* ---------------------------------------------------------------------- */
+/* rings                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static int vps_translate_pages(const struct vps_mem *mem, const __le64 *ppns,
+			       u32 n, void __user **out)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		u64 ppn = le64_to_cpu(ppns[i]);
+
+		if (ppn >> (64 - PVSCSI_PAGE_SHIFT))
+			return -EFAULT;
+		out[i] = vps_gpa_to_user(mem, ppn << PVSCSI_PAGE_SHIFT,
+					 PVSCSI_PAGE_SIZE);
+		if (!out[i])
+			return -EFAULT;
+	}
+	return 0;
+}
+
+bool vps_pages_ok(u32 n, u32 max)
+{
+	return n >= 1 && n <= max && is_power_of_2(n);
+}
+
+/* translate the ring pages of the saved SETUP_RINGS through dev->mem */
+int vps_map_rings(struct vps_dev *dev)
+{
+	const struct pvscsi_cmd_setup_rings *c = &dev->ring_cfg;
+	u32 nreq = le32_to_cpu(c->req_ring_num_pages);
+	u32 ncmp = le32_to_cpu(c->cmp_ring_num_pages);
+	u64 rs_ppn = le64_to_cpu(c->rings_state_ppn);
+	int ret;
+
+	if (!vps_pages_ok(nreq, PVSCSI_SETUP_RINGS_MAX_PAGES) ||
+	    !vps_pages_ok(ncmp, PVSCSI_SETUP_RINGS_MAX_PAGES))
+		return -EINVAL;
+	if (rs_ppn >> (64 - PVSCSI_PAGE_SHIFT))
+		return -EFAULT;
+	dev->rs = vps_gpa_to_user(dev->mem, rs_ppn << PVSCSI_PAGE_SHIFT,
+				  PVSCSI_PAGE_SIZE);
+	if (!dev->rs)
+		return -EFAULT;
+	ret = vps_translate_pages(dev->mem, c->req_ring_ppns, nreq,
+				  dev->req_pages);
+	if (ret)
+		return ret;
+	return vps_translate_pages(dev->mem, c->cmp_ring_ppns, ncmp,
+				   dev->cmp_pages);
+}
+
+int vps_map_msg_ring(struct vps_dev *dev)
+{
+	u32 n = le32_to_cpu(dev->msg_cfg.num_pages);
+
+	if (!vps_pages_ok(n, PVSCSI_SETUP_MSG_RING_MAX_PAGES))
+		return -EINVAL;
+	return vps_translate_pages(dev->mem, dev->msg_cfg.ring_ppns, n,
+				   dev->msg_pages);
+}
+
+static int vps_rs_get(struct vps_dev *dev, __le32 __user *field, u32 *val)
+{
+	__le32 v;
+
+	if (get_user(v, field))
+		return -EFAULT;
+	*val = le32_to_cpu(v);
+	return 0;
+}
+
+int vps_rs_put(__le32 __user *field, u32 val)
+{
+	return put_user(cpu_to_le32(val), field);
+}
+
+static void vps_break(struct vps_dev *dev, const char *why)
+{
+	if (!dev->broken)
+		pr_warn_ratelimited("adapter of pid %d stopped: %s (reset clears it)\n",
+				    dev->owner ? task_pid_nr(dev->owner) : 0, why);
+	dev->broken = true;
+	dev->stats.errors_guest++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* completion                                                             */
+/* ---------------------------------------------------------------------- */
+
+void vps_req_free(struct vps_dev *dev, struct vps_req *req)
+{
+	list_del(&req->node);
+	dev->nr_inflight--;
+	if (req->active)
+		atomic_dec(&req->lun->outstanding);
+	vps_lun_put(req->lun);
+	kmem_cache_free(vps_req_cache, req);
+	atomic_long_dec(&vps_inflight_reqs);
+}
+
+/*
+ * Post one completion.  Returns false when the completion ring is full:
+ * the request stays on the backlog and is retried.
+ */
+static bool vps_post(struct vps_dev *dev, struct vps_req *req)
+{
+	u32 entries = 1u << dev->cmp_entries_log2, cons, slot;
+	struct pvscsi_cmp_desc c = {};
+	void __user *p;
+
+	if (vps_rs_get(dev, &dev->rs->cmp_cons_idx, &cons)) {
+		vps_break(dev, "rings state unreadable");
+		return false;
+	}
+	if (dev->cmp_prod - cons >= entries) {
+		if (dev->cmp_prod - cons > entries)
+			vps_break(dev, "completion consumer index ahead of producer");
+		return false;
+	}
+
+	if (req->abort_status) {
+		req->host_status = req->abort_status;
+		req->scsi_status = 0;
+		req->xfer = 0;
+	}
+	c.context = cpu_to_le64(req->context);
+	c.data_len = cpu_to_le64(req->xfer);
+	c.host_status = cpu_to_le16(req->host_status);
+	c.scsi_status = cpu_to_le16(req->scsi_status);
+	if (req->host_status == BTSTAT_SUCCESS &&
+	    req->scsi_status == SAM_STAT_CHECK_CONDITION && req->sense_len) {
+		u32 n = min_t(u32, req->sense_len, sizeof(req->sense));
+		void __user *s = vps_gpa_to_user(dev->mem, req->sense_addr, n);
+
+		if (s && !copy_to_user(s, req->sense, n))
+			c.sense_len = cpu_to_le32(n);
+		else
+			dev->stats.errors_guest++;
+	}
+
+	slot = dev->cmp_prod & (entries - 1);
+	p = dev->cmp_pages[slot / PVSCSI_CMP_DESCS_PER_PAGE] +
+		(slot % PVSCSI_CMP_DESCS_PER_PAGE) * sizeof(c);
+	if (copy_to_user(p, &c, sizeof(c))) {
+		vps_break(dev, "completion ring unwritable");
+		return false;
+	}
+	/* the descriptor must be visible before the index that publishes it */
+	smp_wmb();
+	dev->cmp_prod++;
+	if (vps_rs_put(&dev->rs->cmp_prod_idx, dev->cmp_prod)) {
+		vps_break(dev, "rings state unwritable");
+		return false;
+	}
+	dev->stats.completions++;
+	return true;
+}
+
+/* a request has its result: post it, or park it behind a full ring */
+static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
+{
+	if (req->active) {
+		atomic_dec(&req->lun->outstanding);
+		req->active = false;
+	}
+	if (!dev->rings_ok || dev->broken) {
+		/* adapter reset or broken: nobody can receive it */
+		vps_req_free(dev, req);
+		return false;
+	}
+	if (!list_empty(&dev->cmp_backlog) || !vps_post(dev, req)) {
+		list_move_tail(&req->node, &dev->cmp_backlog);
+		return false;
+	}
+	vps_req_free(dev, req);
+	dev->need_call = true;
+	return true;
+}
+
+void vps_call(struct vps_dev *dev)
+{
+	dev->need_call = false;
+	if (dev->call_cmpl) {
+		vps_eventfd_signal(dev->call_cmpl);
+		dev->stats.calls++;
+	}
+}
+
+/* synchronous completion from the target (emulated commands, errors) */
+static bool vps_complete_now(struct vps_dev *dev, struct vps_req *req)
+{
+	return vps_finish(dev, req);
+}
+
+bool vps_drain_backlog(struct vps_dev *dev)
+{
+	struct vps_req *req, *tmp;
+	bool posted = false;
+
+	list_for_each_entry_safe(req, tmp, &dev->cmp_backlog, node) {
+		if (!dev->rings_ok || dev->broken) {
+			vps_req_free(dev, req);
+			continue;
+		}
+		if (!vps_post(dev, req))
+			break;
+		vps_req_free(dev, req);
+		posted = true;
+		dev->need_call = true;
+	}
+	return posted;
+}
+
+/* post the backing I/O that completed (vps_io.c put it on dev->done) */
+bool vps_process_done(struct vps_dev *dev)
+{
+	struct llist_node *list = llist_del_all(&dev->done);
+	struct vps_req *req, *tmp;
+	bool posted = false;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(req, tmp, list, done_node) {
+		vps_scsi_complete_io(dev, req);
+		posted |= vps_finish(dev, req);
+	}
+	return posted;
+}
+
+/* ---------------------------------------------------------------------- */
+/* request ring                                                           */
+/* ---------------------------------------------------------------------- */
+
+static struct vps_req *vps_req_alloc(struct vps_dev *dev)
+{
+	struct vps_req *req = kmem_cache_alloc(vps_req_cache, GFP_KERNEL);
+
+	if (!req)
+		return NULL;
+	memset(req, 0, offsetof(struct vps_req, iov));
+	req->dev = dev;
+	list_add_tail(&req->node, &dev->inflight);
+	dev->nr_inflight++;
+	atomic_long_inc(&vps_inflight_reqs);
+	return req;
+}
+
+static bool vps_scope_has(const struct vps_scope *s, const struct vps_req *req)
+{
+	if (s->all)
+		return true;
+	if (req->target != s->target)
+		return false;
+	return s->by_context ? req->context == s->context : req->lun_id == s->lun;
+}
+
+/* the target answered a request at once, without backing I/O */
+static void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req)
+{
+	dev->stats.emulated++;
+	vps_complete_now(dev, req);
+}
+
+/* one descriptor, copied once; the copy is all we look at afterwards */
+static bool vps_handle_desc(struct vps_dev *dev,
+			    const struct pvscsi_req_desc *d)
+{
+	struct vps_req *req = vps_req_alloc(dev);
+	u32 flags, dir;
+	int ret;
+
+	if (!req)
+		return false;
+	dev->stats.requests++;
+	req->context = le64_to_cpu(d->context);
+	req->data_len = le64_to_cpu(d->data_len);
+	req->sense_addr = le64_to_cpu(d->sense_addr);
+	req->sense_len = le32_to_cpu(d->sense_len);
+	req->target = d->target;
+	/* single-level LUN, peripheral addressing */
+	req->lun_id = U32_MAX;
+	if (!d->lun[0] && !d->lun[2] && !d->lun[3] && !d->lun[4] &&
+	    !d->lun[5] && !d->lun[6] && !d->lun[7] && d->lun[1] < VPS_MAX_LUNS)
+		req->lun_id = d->lun[1];
+	flags = le32_to_cpu(d->flags);
+	dir = flags & PVSCSI_FLAG_CMD_DIR_MASK;
+
+	if (dev->cancel.on && vps_scope_has(&dev->cancel.scope, req)) {
+		dev->cancel.hits++;
+		req->abort_status = dev->cancel.status;
+		vps_complete_now(dev, req);
+		return true;
+	}
+
+	/*
+	 * The context is the guest's cookie, echoed back.  Zero is legal:
+	 * SeaBIOS's PVSCSI boot driver leaves it zero, and QEMU's and
+	 * VMware's devices accept it.
+	 */
+	if (d->cdb_len == 0 ||
+	    d->cdb_len > PVSCSI_MAX_CDB_LEN ||
+	    (flags & ~(PVSCSI_FLAG_CMD_WITH_SG_LIST | PVSCSI_FLAG_CMD_DIR_MASK)) ||
+	    (dir && !is_power_of_2(dir)) ||
+	    req->data_len > VPS_MAX_DATA_LEN) {
+		req->host_status = BTSTAT_INVPARAM;
+		goto bad;
+	}
+	if (req->data_len && dir != PVSCSI_FLAG_CMD_DIR_NONE) {
+		if (flags & PVSCSI_FLAG_CMD_WITH_SG_LIST)
+			ret = vps_map_sg(dev->mem, req, le64_to_cpu(d->data_addr));
+		else
+			ret = vps_map_range(dev->mem, req,
+					    le64_to_cpu(d->data_addr),
+					    req->data_len);
+		if (ret) {
+			req->host_status = BTSTAT_INVPARAM;
+			goto bad;
+		}
+	} else {
+		req->data_len = 0;
+	}
+	if (vps_scsi_execute(dev, req, d) == VPS_EXEC_DONE)
+		vps_req_done_sync(dev, req);
+	return true;
+
+bad:
+	dev->stats.errors_guest++;
+	vps_complete_now(dev, req);
+	return true;
+}
+
+/*
+ * Consume up to VPS_WORK_WEIGHT descriptors (a command the target runs
+ * synchronously weighs more: vps_scsi_extra_weight()).  Returns true when more may
+ * be waiting (the caller comes back after completions had a turn).
+ * @peek: a second look, not a doorbell: an empty ring leaves the armed
+ * threshold alone.
+ */
+static bool vps_process_ring(struct vps_dev *dev, bool peek)
+{
+	u32 entries = 1u << dev->req_entries_log2;
+	u32 cmp_entries = 1u << dev->cmp_entries_log2;
+	struct pvscsi_req_desc d;
+	bool armed = false;
+	u32 budget = VPS_WORK_WEIGHT;
+
+	if (peek) {
+		u32 prod;
+
+		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod)) {
+			vps_break(dev, "rings state unreadable");
+			return false;
+		}
+		if (prod == dev->req_cons)
+			return false;
+	}
+	/* we are polling now: ask the guest not to ring the doorbell */
+	if (dev->req_threshold)
+		vps_rs_put(&dev->rs->req_call_threshold, entries);
+
+	for (;;) {
+		u32 prod, avail, slot;
+		void __user *p;
+
+		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod)) {
+			vps_break(dev, "rings state unreadable");
+			return false;
+		}
+		/* descriptors are read after the index that published them */
+		smp_rmb();
+		avail = prod - dev->req_cons;
+		if (avail > entries) {
+			vps_break(dev, "request producer more than a ring ahead");
+			return false;
+		}
+		if (!avail) {
+			if (!dev->req_threshold || armed)
+				break;
+			/*
+			 * Going idle: re-arm the doorbell, then look once
+			 * more so a request posted meanwhile is not missed.
+			 */
+			vps_rs_put(&dev->rs->req_call_threshold, 1);
+			/* order the threshold store before the index reload */
+			smp_mb();
+			armed = true;
+			/*
+			 * That handshake needs a full barrier in the guest
+			 * too, between its req_prod_idx store and its
+			 * threshold load.  vmw_pvscsi has none: its load
+			 * can pass its store, it reads the old threshold and
+			 * skips the doorbell while we read the old index.
+			 * Its store lands in nanoseconds, so one look a few
+			 * milliseconds later finds what both sides missed.
+			 */
+			WRITE_ONCE(dev->recheck_ns, ktime_get_ns() +
+				   VPS_RECHECK_MS * NSEC_PER_MSEC);
+			WRITE_ONCE(dev->recheck, true);
+			continue;
+		}
+		if (!budget--)
+			return true;
+		/*
+		 * Every completion must find room in the completion ring;
+		 * vps_round() comes back once completions free a slot.
+		 */
+		if (dev->nr_inflight >= cmp_entries) {
+			dev->cmp_stall = true;
+			return false;
+		}
+
+		slot = dev->req_cons & (entries - 1);
+		p = dev->req_pages[slot / PVSCSI_REQ_DESCS_PER_PAGE] +
+			(slot % PVSCSI_REQ_DESCS_PER_PAGE) * sizeof(d);
+		if (copy_from_user(&d, p, sizeof(d))) {
+			vps_break(dev, "request ring unreadable");
+			return false;
+		}
+		if (!vps_handle_desc(dev, &d))
+			return true;	/* no memory: retry the same slot */
+		/* what it weighs beyond one (d is our copy: read once) */
+		budget -= min(budget, vps_scsi_extra_weight(d.cdb));
+		dev->req_cons++;
+		if (vps_rs_put(&dev->rs->req_cons_idx, dev->req_cons)) {
+			vps_break(dev, "rings state unwritable");
+			return false;
+		}
+		if (dev->broken)
+			return false;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* message ring                                                           */
+/* ---------------------------------------------------------------------- */
+
+void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
+{
+	u32 entries = 1u << dev->msg_entries_log2, cons, slot;
+	struct pvscsi_msg_dev_status m = {};
+	void __user *p;
+
+	if (!dev->msg_ok || dev->broken)
+		return;
+	if (vps_rs_get(dev, &dev->rs->msg_cons_idx, &cons) ||
+	    dev->msg_prod - cons >= entries)
+		return;		/* full: the guest will rescan anyway */
+	m.type = cpu_to_le32(type);
+	m.bus = 0;
+	m.target = cpu_to_le32(target);
+	m.lun[1] = lun;
+	slot = dev->msg_prod & (entries - 1);
+	p = dev->msg_pages[slot / PVSCSI_MSG_DESCS_PER_PAGE] +
+		(slot % PVSCSI_MSG_DESCS_PER_PAGE) * sizeof(m);
+	if (copy_to_user(p, &m, sizeof(m)))
+		return;
+	/* the message must be visible before the index that publishes it */
+	smp_wmb();
+	dev->msg_prod++;
+	if (vps_rs_put(&dev->rs->msg_prod_idx, dev->msg_prod))
+		return;
+	dev->stats.msgs++;
+	if (dev->call_msg)
+		vps_eventfd_signal(dev->call_msg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* worker                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* one round; returns true when the worker should run again at once */
+static bool vps_round(struct vps_dev *dev)
+{
+	bool again = false, kicked, peek;
+	u32 cons;
+
+	mutex_lock(&dev->mutex);
+	vps_drain_backlog(dev);
+	vps_process_done(dev);
+	kicked = test_and_clear_bit(VPS_EV_KICK, &dev->events);
+	/*
+	 * Timed by the clock, not by jiffies: on a CPU that does not own the
+	 * tick, jiffies may lag by several ticks (a descheduled vCPU), and
+	 * the look must not come early.
+	 */
+	peek = !kicked && dev->recheck && ktime_get_ns() >= dev->recheck_ns;
+	if (kicked || peek)
+		WRITE_ONCE(dev->recheck, false);
+	if (kicked)
+		dev->stats.kicks++;
+	if ((kicked || peek) &&
+	    dev->rings_ok && !dev->broken && !dev->quiesce) {
+		cons = dev->req_cons;
+		again = vps_process_ring(dev, peek);
+		/* consumed, so bounded by the work weight */
+		if (peek)
+			dev->unkicked += dev->req_cons - cons;
+		if (again)
+			set_bit(VPS_EV_KICK, &dev->events);
+		vps_process_done(dev);
+	}
+	/* one interrupt for everything this round posted */
+	if (dev->need_call)
+		vps_call(dev);
+	/*
+	 * The ring was left alone for want of completion slots: go on once
+	 * there are some, the guest's doorbell was already rung.
+	 */
+	if (dev->cmp_stall &&
+	    dev->nr_inflight < (1u << dev->cmp_entries_log2)) {
+		dev->cmp_stall = false;
+		set_bit(VPS_EV_KICK, &dev->events);
+		again = true;
+	}
+	/* a guest that does not consume completions: look again soon */
+	dev->backlog_wait = !list_empty(&dev->cmp_backlog);
+	mutex_unlock(&dev->mutex);
+	return again;
+}
+
+/* is there anything for the worker? (it is about to sleep otherwise) */
+static bool vps_worker_has_work(struct vps_dev *dev)
+{
+	return test_bit(VPS_EV_KICK, &dev->events) || !llist_empty(&dev->done);
+}
+
+/*
+ * How long the idle worker may sleep unwoken: a tick while completions
+ * wait for ring room, until a re-armed request ring is due its second
+ * look, or for good.
+ */
+static long vps_worker_timeout(struct vps_dev *dev)
+{
+	long t;
+
+	if (READ_ONCE(dev->backlog_wait))
+		return 1;
+	if (!READ_ONCE(dev->recheck))
+		return MAX_SCHEDULE_TIMEOUT;
+	t = (s64)(READ_ONCE(dev->recheck_ns) - ktime_get_ns());
+	/* an early wake-up only costs a round that does not look yet */
+	return t > 0 ? nsecs_to_jiffies(t) + 1 : 1;
+}
+
+#ifdef VPS_HAVE_VHOST_TASK
+/*
+ * vhost_task: the worker is a thread of the owner process, so it shares
+ * the owner's mm, is accounted to it (cgroups, limits, ps) and dies with it.
+ */
+static bool vps_worker_step(void *data)
+{
+	struct vps_dev *dev = data;
+
+	if (!vps_worker_has_work(dev)) {
+		long t = vps_worker_timeout(dev);
+
+		if (t == MAX_SCHEDULE_TIMEOUT)
+			return false;	/* vhost_task sleeps until woken */
+		schedule_timeout(t);
+	}
+	__set_current_state(TASK_RUNNING);
+	vps_round(dev);
+	/*
+	 * vhost_task_fn() only schedules when we return false, and we
+	 * return true while there is work: yield here, or a busy guest
+	 * keeps this CPU from everything else on a non-preemptible kernel.
+	 */
+	cond_resched();
+	return true;
+}
+
+/*
+ * The owner's process got SIGKILL or exited, and with it this thread,
+ * which is about to exit too: let go of the owner's memory now (the
+ * thread's own hold on it goes with it), and make sure nothing wakes a
+ * task that is gone.  release() frees the rest.
+ */
+static void vps_worker_killed(void *data)
+{
+	struct vps_dev *dev = data;
+
+	mutex_lock(&dev->mutex);
+	vps_owner_gone(dev);
+	mutex_unlock(&dev->mutex);
+}
+
+int vps_worker_start(struct vps_dev *dev, const char *name)
+{
+	struct vhost_task *vtsk = vhost_task_create(vps_worker_step,
+						    vps_worker_killed, dev, name);
+
+	if (IS_ERR(vtsk))
+		return PTR_ERR(vtsk);
+	dev->worker.vtsk = vtsk;
+	vhost_task_start(vtsk);
+	return 0;
+}
+
+void vps_worker_stop(struct vps_dev *dev)
+{
+	if (dev->worker.vtsk)
+		vhost_task_stop(dev->worker.vtsk);
+	dev->worker.vtsk = NULL;
+}
+#else
+/*
+ * A kthread that adopts the owner's mm to reach guest memory, a round at
+ * a time: between rounds it holds no user of the mm, so the address space
+ * goes when the owner's process exits.
+ */
+static void vps_kthread_round(struct vps_dev *dev)
+{
+	if (!mmget_not_zero(dev->mm)) {
+		/* the owner exited: what it left is let go of here */
+		mutex_lock(&dev->mutex);
+		vps_owner_gone(dev);
+		mutex_unlock(&dev->mutex);
+		return;
+	}
+	kthread_use_mm(dev->mm);
+	vps_round(dev);
+	kthread_unuse_mm(dev->mm);
+	/* the owner may have exited meanwhile: the address space goes here */
+	mmput(dev->mm);
+}
+
+static int vps_worker_fn(void *data)
+{
+	struct vps_dev *dev = data;
+
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		if (!vps_worker_has_work(dev)) {
+			long t = vps_worker_timeout(dev);
+
+			schedule_timeout(t);
+			if (t == MAX_SCHEDULE_TIMEOUT)
+				continue;
+		}
+		__set_current_state(TASK_RUNNING);
+		vps_kthread_round(dev);
+		cond_resched();
+	}
+	__set_current_state(TASK_RUNNING);
+	return 0;
+}
+
+int vps_worker_start(struct vps_dev *dev, const char *name)
+{
+	struct task_struct *task = kthread_create(vps_worker_fn, dev, "%s", name);
+	int ret;
+
+	if (IS_ERR(task))
+		return PTR_ERR(task);
+	/*
+	 * A kthread starts in the root cgroups: join the owner's, as vhost
+	 * did before vhost_task, or the I/O and CPU a guest makes us spend
+	 * escape the VMM's cpu.max, io.max and memory limits.
+	 */
+	ret = cgroup_attach_task_all(current, task);
+	if (ret) {
+		kthread_stop(task);
+		return ret;
+	}
+	dev->worker.task = task;
+	wake_up_process(task);
+	return 0;
+}
+
+void vps_worker_stop(struct vps_dev *dev)
+{
+	if (dev->worker.task)
+		kthread_stop(dev->worker.task);
+	dev->worker.task = NULL;
+}
+#endif
+
+void vps_kick_worker(struct vps_dev *dev)
+{
+	set_bit(VPS_EV_KICK, &dev->events);
+	vps_worker_wake(dev);
+}
+
+/* eventfd wake-up: the guest rang a doorbell (atomic context) */
+static int vps_kick_wakeup(wait_queue_entry_t *wait, unsigned int mode,
+			   int sync, void *key)
+{
+	struct vps_poll *poll = container_of(wait, struct vps_poll, wait);
+
+	if (!(key_to_poll(key) & EPOLLIN))
+		return 0;
+	vps_kick_worker(poll->dev);
+	return 0;
+}
+
+static void vps_kick_queue(struct file *file, wait_queue_head_t *wqh,
+			   poll_table *pt)
+{
+	struct vps_poll *poll = container_of(pt, struct vps_poll, table);
+
+	poll->wqh = wqh;
+	add_wait_queue(wqh, &poll->wait);
+}
+
+void vps_kick_stop(struct vps_dev *dev)
+{
+	if (dev->kick.wqh) {
+		remove_wait_queue(dev->kick.wqh, &dev->kick.wait);
+		dev->kick.wqh = NULL;
+	}
+	if (dev->kick.file) {
+		fput(dev->kick.file);
+		dev->kick.file = NULL;
+	}
+}
+
+int vps_kick_start(struct vps_dev *dev, int fd)
+{
+	struct file *file = eventfd_fget(fd);
+	__poll_t mask;
+
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	vps_kick_stop(dev);
+	dev->kick.file = file;
+	dev->kick.dev = dev;
+	init_waitqueue_func_entry(&dev->kick.wait, vps_kick_wakeup);
+	init_poll_funcptr(&dev->kick.table, vps_kick_queue);
+	mask = vfs_poll(file, &dev->kick.table);
+	if (mask & EPOLLIN)
+		vps_kick_worker(dev);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* resets, aborts, teardown: waiting for the backing I/O                  */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Wait until no backing I/O is in flight (vps_io_drain(), which drops
+ * dev->mutex meanwhile), then collect the results.
+ */
+void vps_wait_io(struct vps_dev *dev)
+{
+	vps_io_drain(dev);
+	vps_process_done(dev);
+}
+
+/* a reset's wait: consume nothing until the backing I/O has drained */
+void vps_quiesce_wait(struct vps_dev *dev)
+{
+	dev->quiesce++;
+	vps_wait_io(dev);
+	dev->quiesce--;
+}
+
+/* the requests consumed and not yet posted that @s covers get @status */
+u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
+		     const struct vps_scope *s)
+{
+	struct list_head *lists[] = { &dev->inflight, &dev->cmp_backlog };
+	struct vps_req *req;
+	u32 i, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry(req, lists[i], node) {
+			if (!vps_scope_has(s, req))
+				continue;
+			if (!req->abort_status)
+				req->abort_status = status;
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * A reset or an abort also covers what the guest posted and we have not
+ * consumed yet (a doorbell that the reset's quiesce swallowed, or one the
+ * guest skipped): consume the ring now, completing the cancelled requests
+ * unexecuted and starting the rest.  The caller posts the call.  Returns
+ * how many were cancelled.  vmw_pvscsi reaps the completion ring right
+ * after the command and from then on treats the commands as done (its
+ * error handler retries them): one consumed later would complete a
+ * retried command a second time.
+ */
+u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
+			   const struct vps_scope *s)
+{
+	/* a bound: a failed allocation retries the same slot */
+	u32 rounds = (1u << dev->req_entries_log2) / VPS_WORK_WEIGHT + 2;
+
+	if (!dev->rings_ok || dev->broken)
+		return 0;
+	dev->cancel.on = true;
+	dev->cancel.status = status;
+	dev->cancel.scope = *s;
+	dev->cancel.hits = 0;
+	while (rounds-- && vps_process_ring(dev, false))
+		vps_process_done(dev);
+	vps_process_done(dev);
+	dev->cancel.on = false;
+	return dev->cancel.hits;
+}
+
+void vps_drop_rings(struct vps_dev *dev)
+{
+	dev->rings_ok = false;
+	dev->msg_ok = false;
+	dev->req_threshold = false;
+	WRITE_ONCE(dev->recheck, false);
+	dev->broken = false;
+	dev->cmp_stall = false;
+	dev->rs = NULL;
+	memset(dev->req_pages, 0, sizeof(dev->req_pages));
+	memset(dev->cmp_pages, 0, sizeof(dev->cmp_pages));
+	memset(dev->msg_pages, 0, sizeof(dev->msg_pages));
+}
+
+/*
+ * Let go of what the owner handed us: its LUNs, its eventfds, the table of
+ * its memory.  Caller: nothing can use them any more (dev->mutex held with
+ * the owner gone, or release after the worker stopped).
+ */
+void vps_put_owner_refs(struct vps_dev *dev)
+{
+	u32 t, l;
+
+	for (t = 0; t < VPS_MAX_TARGETS; t++) {
+		for (l = 0; l < VPS_MAX_LUNS; l++) {
+			vps_lun_put(dev->luns[t][l]);
+			dev->luns[t][l] = NULL;
+		}
+	}
+	if (dev->call_cmpl)
+		eventfd_ctx_put(dev->call_cmpl);
+	dev->call_cmpl = NULL;
+	if (dev->call_msg)
+		eventfd_ctx_put(dev->call_msg);
+	dev->call_msg = NULL;
+	kvfree(dev->mem);
+	dev->mem = NULL;
+}
+
+/*
+ * The owner's process has exited (SIGKILL included).  Let go now of what
+ * it gave us and of what reaches into its memory, rather than at the last
+ * close: another process may hold the fd (inherited, passed) for as long
+ * as it likes.  The rings and the memory table go; the backing I/O in
+ * flight, which pins guest pages and points at our requests, is waited
+ * for; LUNs and eventfds are put.  Called from the worker with
+ * dev->mutex held; after it, nothing wakes the worker and no ioctl but
+ * the stats gets through.
+ */
+static void vps_owner_gone(struct vps_dev *dev)
+{
+	if (dev->owner_gone)
+		return;
+	/* first: the I/O completions below must not wake the worker */
+	WRITE_ONCE(dev->owner_gone, true);
+	vps_kick_stop(dev);
+	vps_drop_rings(dev);
+	vps_quiesce_wait(dev);
+	/* the rings are gone: this frees what waited for ring room */
+	vps_drain_backlog(dev);
+	clear_bit(VPS_EV_KICK, &dev->events);
+	dev->backlog_wait = false;
+	vps_put_owner_refs(dev);
+	pr_debug("owner of an adapter exited: its memory is let go\n");
+}
