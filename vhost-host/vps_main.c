@@ -446,6 +446,13 @@ static int vps_abort(struct vps_dev *dev, void __user *argp)
 		return -EFAULT;
 	if (a.reserved)
 		return -EINVAL;
+	/*
+	 * Without rings (a remap dropped them) nothing completes to the
+	 * guest: what is still in flight completes unposted, so there is
+	 * nothing the guest could see aborted.
+	 */
+	if (!dev->rings_ok)
+		return -ENOENT;
 	s.target = a.target;
 	s.context = a.context;
 	/* still in the ring: it completes aborted before we return */

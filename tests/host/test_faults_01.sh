@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 68
+# checks: 77
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one
@@ -68,6 +68,8 @@ t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 
 # adapter stays open (the last reference went in the worker)
 t_check dm-delay-1 sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d1 --noudevsync"
 t_tap detach vps_test detach-inflight /dev/mapper/d1 "dmsetup remove --noudevsync d1"
+# rings dropped by a memory table with READs in flight on the slow LUN
+t_tap remap vps_test remap-inflight /dev/mapper/d0
 # the per-LUN cap: a LUN override of 3, then the module parameter (2)
 t_tap cap-lun vps_test cap /dev/mapper/d0 3 3
 p=/sys/module/vhost_pvscsi/parameters/max_outstanding

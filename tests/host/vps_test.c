@@ -1851,6 +1851,59 @@ static int do_faults(const char *disk, uint64_t bad_lba, int wr,
  * open: the device must be free by then (dmsetup remove), also when the
  * last reference to a LUN went with a completion in the worker.
  */
+/*
+ * A memory table that drops the rings (they are outside it) while READs
+ * are in flight on a slow DISK: those complete unposted, so an abort of
+ * one finds nothing (found by the fuzzer: it succeeded), and once the
+ * guest has new rings none of them turns up there.
+ */
+static int do_remap_inflight(const char *disk)
+{
+	static struct result res[16];
+	struct vps_abort a = { 0, 0, 0 };
+	struct vps_stats s;
+	uint32_t i;
+	int e;
+
+	open_ram();
+	open_adapter();
+	disk_blocks = vps_sim_blocks(disk);
+	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
+	for (i = 0; i < 16; i++) {
+		struct cmd w = rw16(0, i * 64, 64, data() + (size_t)i * 32768, 512);
+
+		put_req(&w, next_ctx++, i);
+	}
+	kick();
+	usleep(20000);
+	s = stats();
+	tap(s.in_flight > 0, "reads-in-flight", "in flight %llu",
+	    (unsigned long long)s.in_flight);
+	e = set_mem(GPA_BASE, 4 * PG, ram);
+	tap(!e, "remap-drops-rings", "%s", strerror(errno));
+	a.context = next_ctx - 1;
+	e = ioctl(vfd, VPS_ABORT, &a);
+	tap(e && errno == ENOENT, "abort-without-rings-enoent", "e %d errno %d", e, errno);
+	for (i = 0; i < 100 && stats().in_flight; i++)
+		usleep(50000);
+	tap(!stats().in_flight, "inflight-drained-unposted", "in flight %llu",
+	    (unsigned long long)stats().in_flight);
+	set_mem(GPA_BASE, RAM_SIZE, ram);
+	tap(!new_rings(CMP_PAGES), "new-rings", "%s", strerror(errno));
+	{
+		struct cmd c = cmd_in((uint8_t[]){ 0x00, 0, 0, 0, 0, 0 }, 6, 0);
+
+		c.flags = PVSCSI_FLAG_CMD_DIR_NONE;
+		CHECK_GOOD("io-on-new-rings", c);
+	}
+	tap(get_cmps(res, 16, 300) == 0, "no-stale-completions",
+	    "a READ of the old rings completed");
+	tap(!detach(0, 0), "detach", "%s", strerror(errno));
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static int do_detach_inflight(const char *disk, const char *cmd)
 {
 	static struct result res[64];
@@ -2307,6 +2360,8 @@ int main(int argc, char **argv)
 		return do_cap(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "detach-inflight"))
 		return do_detach_inflight(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc == 3 && !strcmp(argv[1], "remap-inflight"))
+		return do_remap_inflight(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "ro-bdev"))
 		return do_ro_bdev(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "cgroup"))
