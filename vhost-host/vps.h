@@ -73,6 +73,7 @@ struct vps_lu {
 	u8 vendor[8];
 	u8 product[16];
 	u8 serial[20];
+	u8 wwn[8];		/* NAA, big endian; zero: derived */
 	struct work_struct free_work;	/* the last put in a worker */
 };
 

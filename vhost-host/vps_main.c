@@ -354,6 +354,7 @@ static int vps_attach_lun(struct vps_dev *dev, void __user *argp)
 	memcpy(lun->vendor, u.vendor, sizeof(lun->vendor));
 	memcpy(lun->product, u.product, sizeof(lun->product));
 	memcpy(lun->serial, u.serial, sizeof(lun->serial));
+	memcpy(lun->wwn, u.wwn, sizeof(lun->wwn));
 	ret = vps_lun_probe(lun, u.block_size);
 	if (ret) {
 		kfree(lun);

@@ -338,11 +338,17 @@ static void vps_inquiry_vpd(struct vps_dev *dev, struct vps_req *req,
 		memcpy(&d[4], lun->vendor, 8);
 		memcpy(&d[12], lun->serial, slen);
 		d += 4 + 8 + slen;
-		/* NAA locally assigned, from the serial: stable per LUN */
-		naa = 0x3ull << 60;
-		for (len = 0; len < slen; len++)
-			naa = (naa ^ lun->serial[len]) * 0x100000001b3ull;
-		naa = (naa & ~(0xfull << 60)) | (0x3ull << 60);
+		/*
+		 * NAA: the VMM's (scsi-hd's wwn), or one locally assigned from
+		 * the serial: stable per LUN
+		 */
+		naa = get_unaligned_be64(lun->wwn);
+		if (!naa) {
+			naa = 0x3ull << 60;
+			for (len = 0; len < slen; len++)
+				naa = (naa ^ lun->serial[len]) * 0x100000001b3ull;
+			naa = (naa & ~(0xfull << 60)) | (0x3ull << 60);
+		}
 		d[0] = 0x01;		/* binary */
 		d[1] = 0x03;		/* NAA, LU */
 		d[3] = 8;

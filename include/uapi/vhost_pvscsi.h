@@ -343,7 +343,8 @@ struct vps_lun {
 	__u8 vendor[8];			/* INQUIRY; zero = "VPSCSI  " */
 	__u8 product[16];		/* zero = "vhost-pvscsi    " */
 	__u8 serial[20];		/* VPD 0x80; zero = derived */
-	__u32 reserved[7];		/* must be zero */
+	__u8 wwn[8];			/* VPD 0x83 NAA, big endian; 0 = derived */
+	__u32 reserved[5];		/* must be zero */
 };
 
 struct vps_lun_addr {

@@ -136,11 +136,16 @@ _vm_resolve_modules() {
 }
 
 # the build machine's binary for a name: fio is scripts/build-fio's (the
-# engines test VMs use, none of Debian's fio's 89 MB of libraries)
+# engines test VMs use, none of Debian's fio's 89 MB of libraries),
+# scsi_id udev's as scripts/setup unpacked it
 _vm_bin_path() {
 	local f
 	if [ "$1" = fio ] && f=$(cat "$VPS_CACHE/fio/current" 2>/dev/null) && [ -x "$f/bin/fio" ]; then
 		echo "$f/bin/fio"
+		return 0
+	fi
+	if [ "$1" = scsi_id ] && [ -x "$VPS_CACHE/udev/lib/udev/scsi_id" ]; then
+		echo "$VPS_CACHE/udev/lib/udev/scsi_id"
 		return 0
 	fi
 	command -v "$1"

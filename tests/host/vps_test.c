@@ -1053,6 +1053,45 @@ static void check_ioctls(const char *disk)
 	e = detach(9, 3);
 	tap(e && errno == ENOENT, "detach-absent", "errno %d", errno);
 	{
+		/* the VMM's identity (scsi-hd's) is what INQUIRY answers */
+		static const uint8_t wwn[8] = { 0x50, 0x00, 0xc5, 0x00, 0x15, 0xea, 0x71, 0xad };
+		struct cmd c;
+		struct result r;
+		const uint8_t *d;
+
+		l = (struct vps_lun){ .target = 9, .fd = open(disk, O_RDWR | O_DIRECT) };
+		memcpy(l.vendor, "ACME    ", 8);
+		memcpy(l.product, "HOTLUN          ", 16);
+		memcpy(l.serial, "VPS-ID-0001", 11);
+		memcpy(l.wwn, wwn, 8);
+		e = ioctl(vfd, VPS_ATTACH_LUN, &l);
+		close(l.fd);
+		tap(!e, "attach-identity", "%s", strerror(errno));
+		c = cmd_in((uint8_t[]){ 0x12, 0, 0, 0, 96, 0 }, 6, 96);
+		c.target = 9;
+		e = run(&c, &r);
+		tap(!e && good(&r) && !memcmp(data() + 8, "ACME    HOTLUN          ", 24),
+		    "identity-inquiry", "%.24s", (char *)data() + 8);
+		c = cmd_in((uint8_t[]){ 0x12, 1, 0x80, 1, 0, 0 }, 6, 256);
+		c.target = 9;
+		e = run(&c, &r);
+		tap(!e && good(&r) && data()[3] == 11 && !memcmp(data() + 4, "VPS-ID-0001", 11),
+		    "identity-serial", "len %u %.20s", data()[3], (char *)data() + 4);
+		/* the NAA designator (binary, LU) carries the wwn */
+		c = cmd_in((uint8_t[]){ 0x12, 1, 0x83, 1, 0, 0 }, 6, 256);
+		c.target = 9;
+		e = run(&c, &r);
+		for (d = data() + 4; d < data() + 4 + (data()[2] << 8 | data()[3]); d += 4 + d[3])
+			if ((d[1] & 0xf) == 3)
+				break;
+		tap(!e && good(&r) && d < data() + 256 && (d[1] & 0xf) == 3 && d[3] == 8 &&
+		    !memcmp(d + 4, wwn, 8), "identity-wwn-naa", "e %d", e);
+		tap(!detach(9, 0), "detach-identity", "%s", strerror(errno));
+		/* its DEV_ADDED and DEV_REMOVED are not check_messages()'s */
+		msg_cons = rs->msg_prod_idx;
+		rs->msg_cons_idx = msg_cons;
+	}
+	{
 		struct vps_abort a = { 123456789, 0, 0 };
 
 		e = ioctl(vfd, VPS_ABORT, &a);

@@ -9,7 +9,9 @@ if [ "$DRV" = pvscsi_mq ]; then
 fi
 vps_wait 30 test -b /dev/sda
 t_equal driver "$(cat /sys/class/scsi_host/host*/proc_name | sort -u | tr '\n' ' ')" "$DRV "
-t_match sg_inq "$(sg_inq /dev/sda 2>&1)" 'Vendor identification: VPSCSI'
+# scsi-hd's identity (QEMU's defaults here) reaches the guest as it
+# would through -device pvscsi
+t_match sg_inq "$(sg_inq /dev/sda 2>&1)" 'Vendor identification: QEMU'
 for p in 0x00 0x80 0x83 0xb0 0xb1 0xb2; do
 	t_check "vpd-$p" sg_vpd -p "$p" /dev/sda
 done
@@ -45,6 +47,14 @@ if vps_wait 40 test -b /dev/sdb; then
 	t_check hotplug-fio-read fio --name=h --filename=/dev/sdb --rw=randread --iodepth=8 --size=8M \
 		--direct=1 --ioengine=libaio --bs=4k --output-format=terse --minimal
 	t_check_fails hotplug-write-refused dd if=/dev/zero of=/dev/sdb bs=4k count=1 oflag=direct
+	# its scsi-hd serial, vendor, product and wwn make its by-id names:
+	# scsi_id is what udev runs for /dev/disk/by-id/scsi-* and wwn-*
+	t_match hotplug-vendor "$(cat /sys/block/sdb/device/vendor)" '^ACME *$'
+	t_match hotplug-product "$(cat /sys/block/sdb/device/model)" '^HOTLUN *$'
+	t_match hotplug-serial "$(sg_vpd -p sn /dev/sdb 2>&1)" 'Unit serial number: VPS-HOT-0001$'
+	t_equal hotplug-wwid "$(cat /sys/block/sdb/device/wwid)" naa.5000c50015ea71ad
+	t_equal hotplug-by-id "$(scsi_id --whitelisted --replace-whitespace --device=/dev/sdb)" 35000c50015ea71ad
+	t_match hotplug-by-id-wwn "$(scsi_id --whitelisted --export --device=/dev/sdb | tr '\n' ' ')" 'ID_WWN=0x5000c50015ea71ad '
 else
 	t_fail hotplug-added "no /dev/sdb after 40 s"
 fi
@@ -62,6 +72,16 @@ t_check host-reset sg_reset -H /dev/sda
 wait $r
 t_equal reset-fio-verify "$?" 0
 t_check reset-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v
+
+# the driver unbound and bound again: its remove turns bus mastering off,
+# which stops the adapter's data path (the host VM checks QEMU's trace);
+# what was written before reads back
+bdf=$(ls "/sys/bus/pci/drivers/$DRV" | grep -m1 ':')
+echo "$bdf" > "/sys/bus/pci/drivers/$DRV/unbind"
+if vps_wait 30 sh -c '! test -b /dev/sda'; then t_ok unbind; else t_fail unbind "sda still there"; fi
+echo "$bdf" > "/sys/bus/pci/drivers/$DRV/bind"
+if vps_wait 30 test -b /dev/sda; then t_ok rebind; else t_fail rebind "no sda after bind"; fi
+t_check rebind-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v
 
 # fio that never ends: the host VM kills this QEMU with I/O in flight
 echo "VPS-MARK io-forever"

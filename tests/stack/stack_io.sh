@@ -18,7 +18,7 @@ work=$(mktemp -d /tmp/vps-stack-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 kernel=$(vm_kernel_image)
 vm_reset
-vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard
+vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard scsi_id
 if [ "$DRV" = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
 { echo "DRV=$DRV"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$DRV.sh"
 vm_initramfs "$work/inner-$DRV.cpio" "$work/inner-$DRV.sh"
@@ -62,7 +62,8 @@ one_drv() {
 		-device vhost-pvscsi,id=hba0 \
 		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
 		-chardev pipe,id=mon,path="/tmp/mon-$drv" -mon chardev=mon,mode=readline \
-		-trace vhost_pvscsi_irqfd -trace vhost_pvscsi_cmd -trace vhost_pvscsi_ioctl_error
+		-trace vhost_pvscsi_irqfd -trace vhost_pvscsi_cmd -trace vhost_pvscsi_ioctl_error \
+		-trace vhost_pvscsi_bus_master -trace vhost_pvscsi_no_bus_master
 	pid=$(vps_inner_pid "$drv")
 	# UNMAP must reach the backing file as punched holes.  A missed mark
 	# fails the check too: unreported, it would vanish from the run; and
@@ -81,7 +82,7 @@ one_drv() {
 	fi
 	if mark hotplug-add 240; then
 		mon "drive_add 0 if=none,id=d1,file=$lun1,format=raw,cache.direct=on,read-only=on" "$drv"
-		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1" "$drv"
+		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1,serial=VPS-HOT-0001,vendor=ACME,product=HOTLUN,wwn=0x5000c50015ea71ad" "$drv"
 	fi
 	mark hotplug-del 240 && mon "device_del hot1" "$drv"
 	if mark io-running 300; then
@@ -102,6 +103,11 @@ one_drv() {
 	vps_inner_wait "$drv" killed
 	# MSI-X completions went straight from the module to KVM
 	t_match "$drv/msix-irqfd" "$(cat "/tmp/$drv.qemu")" 'MSI-X vector 0 on irqfd'
+	# the guest's unbind turned bus mastering off and its bind on again,
+	# and no ring setup came while it was off (SeaBIOS's included)
+	t_match "$drv/bus-master-off-on" "$(grep -o 'bus mastering [01]' "/tmp/$drv.qemu" | tr '\n' ' ')" \
+		'bus mastering 0 bus mastering 1 $'
+	t_equal "$drv/no-setup-without-bus-master" "$(grep -c 'refused: bus mastering is off' "/tmp/$drv.qemu")" 0
 	# the adapter a killed QEMU held is released (its debugfs file goes
 	# with it)
 	if vps_wait 20 sh -c "! ls /sys/kernel/debug/vhost_pvscsi/adapter-$pid-* >/dev/null 2>&1"; then
@@ -130,6 +136,77 @@ if [ "$EXTRAS" = 1 ]; then
 	# max-targets bounds the LUNs QEMU accepts (and is what CONFIG answers)
 	t_match max-targets "$($q -device vhost-pvscsi,id=h,max-targets=8 \
 		-device scsi-hd,bus=h.0,drive=d2,scsi-id=20 2>&1)" "beyond the adapter's 8 targets"
+
+	# The module writes a LUN behind QEMU's block layer: resize, backup,
+	# mirror and snapshot of its nodes (format and protocol) are refused
+	# while it is plugged, and work again once it is unplugged; a node
+	# beside it, on no device, resizes (the commands are well formed).
+	truncate -s 16M /mnt/b/opb.img /mnt/b/ctl.img
+	sz() { stat -c %s "$1"; }
+	cat > /tmp/qmp.in <<'QMP'
+{"execute":"qmp_capabilities"}
+{"execute":"block_resize","arguments":{"node-name":"opbf","size":33554432}}
+{"execute":"block_resize","arguments":{"node-name":"opb","size":33554432}}
+{"execute":"drive-backup","arguments":{"device":"opb","target":"/mnt/b/bk.img","sync":"full","format":"raw"}}
+{"execute":"drive-mirror","arguments":{"device":"opb","target":"/mnt/b/mir.img","sync":"full","format":"raw"}}
+{"execute":"blockdev-snapshot-sync","arguments":{"node-name":"opb","snapshot-file":"/mnt/b/snap.qcow2","format":"qcow2"}}
+{"execute":"block_resize","arguments":{"node-name":"ctlf","size":33554432}}
+{"execute":"device_del","arguments":{"id":"opl"}}
+{"execute":"block_resize","arguments":{"node-name":"opbf","size":33554432}}
+{"execute":"quit"}
+QMP
+	# (-S: a realize that wrongly succeeds would wait forever; timeout ends it)
+	qq="qemu-system-x86_64 -L /usr/share/qemu -accel tcg -S -display none -nodefaults"
+	qt="timeout 20 $qq"
+	ob="-blockdev driver=file,node-name=opbf,filename=/mnt/b/opb.img,cache.direct=on -blockdev driver=raw,node-name=opb,file=opbf"
+	# shellcheck disable=SC2086
+	timeout 60 $qq -qmp stdio $ob -blockdev driver=file,node-name=ctlf,filename=/mnt/b/ctl.img \
+		-device vhost-pvscsi,id=h -device scsi-hd,bus=h.0,drive=opb,scsi-id=3,id=opl \
+		< /tmp/qmp.in > /tmp/qmp.out 2>&1
+	cat /tmp/qmp.out
+	# the answers, in the order of the commands (greeting and events out)
+	ans() { tr -d '\r' < /tmp/qmp.out | grep -v '"event"' | grep -E '"(return|error)"' | sed -n "$1p"; }
+	t_match opb-resize-protocol-refused "$(ans 2)" '"error".*vhost-pvscsi'
+	t_match opb-resize-format-refused "$(ans 3)" '"error".*vhost-pvscsi'
+	t_match opb-backup-refused "$(ans 4)" '"error".*vhost-pvscsi'
+	t_match opb-mirror-refused "$(ans 5)" '"error".*vhost-pvscsi'
+	t_match opb-snapshot-refused "$(ans 6)" '"error".*vhost-pvscsi'
+	t_equal ctl-resized "$(ans 7) $(sz /mnt/b/ctl.img)" '{"return": {}} 33554432'
+	t_equal opb-unplugged "$(ans 8)" '{"return": {}}'
+	t_equal opb-resized-after-unplug "$(ans 9) $(sz /mnt/b/opb.img)" '{"return": {}} 33554432'
+	t_equal opb-no-job-targets "$(ls /mnt/b/bk.img /mnt/b/mir.img /mnt/b/snap.qcow2 2>/dev/null)" ""
+	# a raw node showing a window of its file would be served whole
+	# shellcheck disable=SC2086
+	for w in offset=4096 size=8388608; do
+		t_match "raw-window-refused-${w%%=*}" "$($qt -blockdev driver=file,node-name=wf,filename=/mnt/b/opb.img \
+			-blockdev driver=raw,node-name=w,file=wf,$w -device vhost-pvscsi,id=h \
+			-device scsi-hd,bus=h.0,drive=w 2>&1)" 'offset= or size= is not supported'
+	done
+	# shellcheck disable=SC2086
+	t_match scsi-cd-refused "$($qt $ob -device vhost-pvscsi,id=h -device scsi-cd,bus=h.0,drive=opb 2>&1)" \
+		'only scsi-hd devices'
+	# behind a vIOMMU the module would read the rings at the wrong place
+	t_match viommu-refused "$($qt -machine q35 -device intel-iommu -device vhost-pvscsi 2>&1)" \
+		'behind a vIOMMU'
+	# a realize that fails after opening the module (no migration blocker
+	# allowed) leaves no descriptor behind: 10 tries, the same fd count
+	rm -f /tmp/qmpf; mkfifo /tmp/qmpf
+	$qq -only-migratable -qmp stdio < /tmp/qmpf > /tmp/qmpf.out 2>&1 &
+	qp=$!
+	exec 8> /tmp/qmpf
+	echo '{"execute":"qmp_capabilities"}' >&8
+	vps_wait 20 grep -q '"return"' /tmp/qmpf.out
+	n0=$(ls /proc/$qp/fd | wc -l)
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		echo '{"execute":"device_add","arguments":{"driver":"vhost-pvscsi","id":"x'$i'"}}' >&8
+	done
+	vps_wait 20 sh -c '[ "$(grep -c "\"error\"" /tmp/qmpf.out)" -ge 10 ]'
+	n1=$(ls /proc/$qp/fd | wc -l)
+	echo '{"execute":"quit"}' >&8
+	exec 8>&-
+	wait $qp
+	t_match failed-realize-refused "$(grep -c 'migration' /tmp/qmpf.out)" '^[1-9]'
+	t_equal failed-realize-no-fd-leak "$n1" "$n0"
 fi
 t_check unload rmmod vhost_pvscsi
 if [ "$EXTRAS" = 1 ]; then
