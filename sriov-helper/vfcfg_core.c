@@ -3,25 +3,37 @@
  * sriov_vfcfg: keeps SR-IOV virtual functions configured.
  *
  * A declared policy (module parameter "policy", writable at run time) says,
- * per PF, how many VFs it has and how each VF is set up.  Whenever a
- * matching PF's driver binds or its net device registers, comes up or is
- * renamed, one work item applies the policy: the VF count through the PF
- * driver's sriov_configure (as sysfs sriov_numvfs does), VF attributes
- * through the PF's ndo_set_vf_* under RTNL, and a VF driver override from a
- * PCI bus notifier that runs before the new VF can probe.  A PF that is
- * not PCI (netdevsim) gets the VF attributes only, on the VFs it has.
- * Results per PF and VF are in /proc/driver/sriov_vfcfg (a seq_file: sysfs
- * would cut them at one page).
+ * per PF, how many VFs it has and how each VF is set up.  One work item
+ * applies it in passes, started by the events of VFCFG_WHY_*.  Why a pass
+ * runs decides what it may change.  The VF count (through the PF driver's
+ * sriov_configure, as sysfs sriov_numvfs) and the VFs' drivers change only
+ * on an explicit write (module load, policy, apply) and in the first pass
+ * after a PF's driver bound, because a count change goes through zero and
+ * removes every VF, those a guest runs on too; and even then not while a
+ * VF is bound to a driver we must not take it from (vfcfg_vf_in_use()),
+ * unless the block says "force".  Every other event (the PF's net device
+ * up or renamed, its carrier up, a VF driver bound) re-applies the VF
+ * attributes only, through the PF's ndo_set_vf_*, retried with backoff
+ * while the driver answers busy.  A new VF gets its driver override from a
+ * PCI bus notifier that runs before it can probe.  A PF that is not PCI
+ * (netdevsim) gets the VF attributes only, on the VFs it has.  Results per
+ * PF and VF are in /proc/driver/sriov_vfcfg (a seq_file: sysfs would cut
+ * them at one page).
  *
- * Lock order: device_lock(PF) -> rtnl_lock; vfcfg_lock is a leaf taken
- * under either of them, and nothing is acquired while holding it.  The PF
- * driver takes RTNL inside sriov_configure (igb does), so RTNL is never held
- * across it.
+ * Lock order: device_lock(PF) -> device_lock(VF), and device_lock(PF) ->
+ * rtnl_lock, the orders of sysfs sriov_numvfs and of a PF driver's unbind;
+ * vfcfg_lock is a leaf taken under any of them, and nothing is acquired
+ * while holding it.  A pass holds the PF's device lock from its start to
+ * its end, so that the PF driver can neither be mid-probe nor unbind under
+ * it, and RTNL only around each driver call: igb takes RTNL inside
+ * sriov_configure, and a VF driver that probes or goes takes it too.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/debugfs.h>
 #include <linux/device.h>
+#include <linux/fault-inject.h>
 #include <linux/if_link.h>
 #include <linux/kmod.h>
 #include <linux/kobject.h>
@@ -40,6 +52,15 @@
 #include "vfcfg.h"
 #include "vfcfg_compat.h"
 
+/*
+ * Busy answers (-EBUSY, -EAGAIN: i40e and ice while a VF resets) are
+ * retried by later passes, the first VFCFG_RETRY_MS after, each wait twice
+ * the one before, at most VFCFG_RETRIES times in a row: 3.1 s in all.
+ * Waiting outside the pass keeps the PF's device lock free meanwhile.
+ */
+#define VFCFG_RETRIES		5
+#define VFCFG_RETRY_MS		100
+
 /* see vfcfg.h for what it guards; a leaf: nothing is taken under it */
 DEFINE_MUTEX(vfcfg_lock);
 
@@ -57,31 +78,149 @@ static char vfcfg_last_err[VFCFG_ERR_LEN];
  */
 static enum { VFCFG_LOADING, VFCFG_LIVE, VFCFG_GONE } vfcfg_life;
 
+/* VFCFG_WHY_* of the events since the last pass began; vfcfg_lock */
+static unsigned int vfcfg_why;
+
+/*
+ * PCI PFs whose driver bound since a pass last applied a block to them,
+ * each with a reference; the list is guarded by vfcfg_lock.  The first
+ * pass that applies a block to such a PF may set its VF count and VF
+ * drivers: that is "at PF probe", also when an ifname= block matches
+ * only once udev has renamed the net device.
+ */
+struct vfcfg_probed {
+	struct list_head node;
+	struct pci_dev *pdev;
+};
+
+static LIST_HEAD(vfcfg_probed);
+
+/* number of the running or last pass; owned by the work */
+static u32 vfcfg_passes;
+
 static void vfcfg_apply_all(struct work_struct *work);
-static DECLARE_WORK(vfcfg_work, vfcfg_apply_all);
+static DECLARE_DELAYED_WORK(vfcfg_work, vfcfg_apply_all);
 
 static struct kobject *vfcfg_kobj;
 
 #define VFCFG_PROC_STATUS	"driver/" KBUILD_MODNAME
 
-/* caller holds vfcfg_lock */
-static void vfcfg_kick(void)
+/* note why and start a pass now; caller holds vfcfg_lock */
+static void vfcfg_kick(unsigned int why)
 {
-	if (vfcfg_life == VFCFG_LIVE && vfcfg_cur)
-		queue_work(system_unbound_wq, &vfcfg_work);
+	if (vfcfg_life != VFCFG_LIVE || !vfcfg_cur)
+		return;
+	vfcfg_why |= why;
+	mod_delayed_work(system_unbound_wq, &vfcfg_work, 0);
 }
 
-static struct vfcfg_set *vfcfg_get_set(void)
+static void vfcfg_kick_locked(unsigned int why)
 {
-	struct vfcfg_set *set;
+	mutex_lock(&vfcfg_lock);
+	vfcfg_kick(why);
+	mutex_unlock(&vfcfg_lock);
+}
+
+/* caller holds vfcfg_lock */
+static struct vfcfg_probed *vfcfg_probed_find(struct pci_dev *pdev)
+{
+	struct vfcfg_probed *p;
+
+	list_for_each_entry(p, &vfcfg_probed, node)
+		if (p->pdev == pdev)
+			return p;
+	return NULL;
+}
+
+static void vfcfg_probed_add(struct pci_dev *pdev)
+{
+	struct vfcfg_probed *p;
 
 	mutex_lock(&vfcfg_lock);
-	set = vfcfg_cur;
-	if (set)
-		kref_get(&set->ref);
+	if (vfcfg_life == VFCFG_LIVE && vfcfg_cur && !vfcfg_probed_find(pdev)) {
+		p = kmalloc(sizeof(*p), GFP_KERNEL);
+		if (p) {
+			p->pdev = pci_dev_get(pdev);
+			list_add(&p->node, &vfcfg_probed);
+		} else {
+			pci_err(pdev, "%s: out of memory: its VF count is left as it is\n",
+				KBUILD_MODNAME);
+		}
+	}
+	vfcfg_kick(VFCFG_WHY_PROBE);
 	mutex_unlock(&vfcfg_lock);
-	return set;
 }
+
+/* forget @pdev's probe; returns whether there was one */
+static bool vfcfg_probed_del(struct pci_dev *pdev)
+{
+	struct vfcfg_probed *p;
+
+	mutex_lock(&vfcfg_lock);
+	p = vfcfg_probed_find(pdev);
+	if (p)
+		list_del(&p->node);
+	mutex_unlock(&vfcfg_lock);
+	if (!p)
+		return false;
+	pci_dev_put(p->pdev);
+	kfree(p);
+	return true;
+}
+
+static bool vfcfg_probed_peek(struct pci_dev *pdev)
+{
+	bool ret;
+
+	mutex_lock(&vfcfg_lock);
+	ret = vfcfg_probed_find(pdev);
+	mutex_unlock(&vfcfg_lock);
+	return ret;
+}
+
+/* --- test hook: busy answers, debug kernels only ------------------------- */
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+/*
+ * /sys/kernel/debug/sriov_vfcfg/fail_vf_busy (probability, times, ...: the
+ * kernel's fault-injection attributes) makes ndo_set_vf_* calls answer
+ * -EBUSY without reaching the driver, as i40e and ice answer while a VF
+ * resets: the retries are tested on a PF that never does.  Kernels
+ * without fault injection (Debian's) have no such file and no such path.
+ */
+static DECLARE_FAULT_ATTR(vfcfg_fail_busy);
+static struct dentry *vfcfg_debugfs;
+
+static bool vfcfg_inject_busy(void)
+{
+	return should_fail(&vfcfg_fail_busy, 1);
+}
+
+static void vfcfg_debugfs_init(void)
+{
+	vfcfg_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	fault_create_debugfs_attr("fail_vf_busy", vfcfg_debugfs,
+				  &vfcfg_fail_busy);
+}
+
+static void vfcfg_debugfs_exit(void)
+{
+	debugfs_remove_recursive(vfcfg_debugfs);
+}
+#else
+static bool vfcfg_inject_busy(void)
+{
+	return false;
+}
+
+static void vfcfg_debugfs_init(void)
+{
+}
+
+static void vfcfg_debugfs_exit(void)
+{
+}
+#endif
 
 /* --- finding the PF ------------------------------------------------------ */
 
@@ -193,27 +332,157 @@ static struct device *vfcfg_select(const struct vfcfg_pf *pf)
 	return sel;
 }
 
+/* the PF one block is applied to during a pass */
+struct vfcfg_target {
+	const struct vfcfg_pf *pf;
+	struct pci_dev *pdev;		/* a PCI PF, or NULL */
+	struct device *bus;		/* else: the device that counts its VFs */
+};
+
+/*
+ * The target's net device in init_net now, or NULL: looked up again for
+ * each driver call, since RTNL is dropped in between.  Caller holds RTNL.
+ */
+static struct net_device *vfcfg_target_dev(const struct vfcfg_target *t)
+{
+	struct net_device *dev;
+
+	ASSERT_RTNL();
+	if (t->pdev)
+		return vfcfg_pf_netdev(t->pdev);
+	for_each_netdev(&init_net, dev)
+		if (dev->dev.parent == t->bus && vfcfg_netdev_vfbus(dev) &&
+		    vfcfg_netdev_matches(t->pf, dev))
+			return dev;
+	return NULL;
+}
+
+/* --- VFs in use ---------------------------------------------------------- */
+
+static bool vfcfg_id_matches(const struct pci_device_id *id,
+			     const struct pci_dev *dev)
+{
+	return (id->vendor == PCI_ANY_ID || id->vendor == dev->vendor) &&
+	       (id->device == PCI_ANY_ID || id->device == dev->device) &&
+	       (id->subvendor == PCI_ANY_ID ||
+		id->subvendor == dev->subsystem_vendor) &&
+	       (id->subdevice == PCI_ANY_ID ||
+		id->subdevice == dev->subsystem_device) &&
+	       !((id->class ^ dev->class) & id->class_mask);
+}
+
+/*
+ * Whether @drv is the VF's own driver: its ID table names the VF (igbvf's
+ * does).  Entries that match only through driver_override (vfio-pci's
+ * catch-all) and IDs added through new_id do not count: a VF bound that
+ * way was handed over on purpose.  Caller holds the VF's device lock, so
+ * that @drv stays bound.
+ */
+static bool vfcfg_native(const struct pci_dev *vf, struct device_driver *drv)
+{
+	const struct pci_device_id *id;
+
+	if (drv->bus != &pci_bus_type)
+		return false;
+	for (id = to_pci_driver(drv)->id_table;
+	     id && (id->vendor || id->subvendor || id->class_mask); id++)
+		if (!id->override_only && vfcfg_id_matches(id, vf))
+			return true;
+	return false;
+}
+
+/*
+ * Whether VF @id (@vf) is bound to a driver we must not take it from: a
+ * vfio driver (vfio-pci or a variant such as mlx5_vfio_pci: a guest may be
+ * running on it, and unbinding waits for the guest to let go, holding the
+ * PF's device lock), or a driver that is neither the VF's own nor the one
+ * the policy names for it (pci-stub, uio_pci_generic bound by hand).  The
+ * VF's own driver (igbvf) serves only the host, and moving a VF from it is
+ * what a policy's driver= is for.  @name gets the bound driver's name.
+ */
+static bool vfcfg_vf_in_use(const struct vfcfg_pf *pf, struct pci_dev *vf,
+			    int id, char *name, size_t len)
+{
+	const struct vfcfg_vf *want = id >= 0 && id < pf->nvf ? &pf->vf[id] : NULL;
+	struct device_driver *drv;
+	bool ret = false;
+
+	device_lock(&vf->dev);
+	drv = vf->dev.driver;
+	if (drv) {
+		strscpy(name, drv->name, len);
+		ret = strstr(drv->name, "vfio") ||
+		      (!vfcfg_native(vf, drv) &&
+		       !(want && (want->keys & BIT(VFCFG_K_DRIVER)) &&
+			 !strcmp(drv->name, want->driver)));
+	}
+	device_unlock(&vf->dev);
+	return ret;
+}
+
+/*
+ * Count the VFs of @pdev that are in use (vfcfg_vf_in_use()) and name the
+ * first of them in @desc.  Caller holds the PF's device lock, so no VF
+ * comes or goes meanwhile.
+ */
+static int vfcfg_vfs_in_use(const struct vfcfg_pf *pf, struct pci_dev *pdev,
+			    char *desc, size_t len)
+{
+	char name[VFCFG_DRV_LEN];
+	struct pci_dev *vf = NULL;
+	size_t off = 0;
+	int n = 0;
+
+	device_lock_assert(&pdev->dev);
+	desc[0] = '\0';
+	for_each_pci_dev(vf) {
+		int id;
+
+		if (!vf->is_virtfn || pci_physfn(vf) != pdev)
+			continue;
+		id = pci_iov_vf_id(vf);
+		if (!vfcfg_vf_in_use(pf, vf, id, name, sizeof(name)))
+			continue;
+		if (n++ < 3)
+			off += scnprintf(desc + off, len - off, "%svf%d is bound to %s",
+					 off ? ", " : "", id, name);
+	}
+	if (n > 3)
+		scnprintf(desc + off, len - off, " and %d more", n - 3);
+	return n;
+}
+
 /* --- applying ------------------------------------------------------------ */
 
 /*
+ * vfcfg_vfres.res[VFCFG_OP_DRIVER] of a pass that may not bind drivers:
+ * the status keeps what the last pass that could found
+ */
+#define VFCFG_RES_KEEP		3
+
+/* what one pass did to one VF, stored into the policy's status at its end */
+struct vfcfg_vfres {
+	int res[VFCFG_OP_NR];
+	u16 asked;			/* BIT(op): the driver was called */
+	bool mac_set;			/* the MAC changed in this pass */
+	char bound[VFCFG_DRV_LEN];	/* VFCFG_RES_IN_USE: the driver kept */
+};
+
+/*
  * Set the VF count the way sysfs sriov_numvfs does: under the PF's device
- * lock (so the PF driver cannot unbind meanwhile) and the rescan lock,
- * going through zero when the count changes.  Returns 1 when it created
- * VFs, 0 when the count was already right.
+ * lock (the caller's: the PF driver cannot unbind meanwhile) and the
+ * rescan lock, going through zero.  Returns 1 when it created VFs.
  */
 static int vfcfg_set_numvfs(struct pci_dev *pdev, int want, char *why,
 			    size_t len)
 {
 	int ret = 0;
 
-	device_lock(&pdev->dev);
-	if (pci_num_vf(pdev) == want)
-		goto out;
-	if (!pdev->driver || !pdev->driver->sriov_configure) {
+	device_lock_assert(&pdev->dev);
+	if (!pdev->driver->sriov_configure) {
 		snprintf(why, len, "PF driver %s cannot set the VF count",
-			 pdev->driver ? pdev->driver->name : "(none)");
-		ret = -EOPNOTSUPP;
-		goto out;
+			 pdev->driver->name);
+		return -EOPNOTSUPP;
 	}
 	pci_lock_rescan_remove();
 	if (pci_num_vf(pdev))
@@ -225,93 +494,138 @@ static int vfcfg_set_numvfs(struct pci_dev *pdev, int want, char *why,
 		ret = -EIO;
 	if (ret < 0) {
 		snprintf(why, len, "setting %d VFs failed: %pe", want, ERR_PTR(ret));
-	} else {
-		pci_info(pdev, "%s: %d VFs enabled\n", KBUILD_MODNAME, want);
-		ret = want > 0;
+		return ret;
 	}
-out:
-	device_unlock(&pdev->dev);
-	return ret;
+	pci_info(pdev, "%s: %d VFs enabled\n", KBUILD_MODNAME, want);
+	return want > 0;
 }
 
 /*
- * Apply one VF's attributes, each op on its own; caller holds RTNL.
- * Returns whether the VF's MAC was changed.
+ * Bring the VF count to the policy's if this pass may (@full) and no VF is
+ * in use, or the block says force.  Caller holds the PF's device lock.
+ * Returns 1 when VFs were created, 0 when the count was kept (@note says
+ * why), a negative errno when setting it failed (@err says how); @forced
+ * names the VFs in use that force removed.
  */
-static bool vfcfg_apply_vf(struct net_device *dev, int i,
-			   const struct vfcfg_vf *vf, int *res)
+static int vfcfg_count(struct vfcfg_pf *pf, struct pci_dev *pdev, bool full,
+		       char *err, char *note, char *forced, size_t len)
 {
-	bool mac_set = false;
+	char inuse[VFCFG_ERR_LEN];
+	int n, cur = pci_num_vf(pdev);
 
+	n = vfcfg_vfs_in_use(pf, pdev, inuse, sizeof(inuse));
+	if (!n)
+		pf->warned_count = false;
+	if (!full) {
+		snprintf(note, len, "numvfs %d not applied (%d VFs): %s%s%s",
+			 pf->numvfs, cur, "set only at PF probe or on a policy write",
+			 n ? "; " : "", n ? inuse : "");
+		return 0;
+	}
+	if (n && !pf->force) {
+		snprintf(note, len, "numvfs %d refused (%d VFs): %s; force overrides",
+			 pf->numvfs, cur, inuse);
+		/* every event re-applies: say it once while it holds */
+		if (!pf->warned_count)
+			pr_warn("%s: %s: numvfs %d refused: %s; add force to the block to override\n",
+				pci_name(pdev), pf->match, pf->numvfs, inuse);
+		pf->warned_count = true;
+		return 0;
+	}
+	if (n) {
+		snprintf(forced, len, "numvfs %d removed VFs in use: %s",
+			 pf->numvfs, inuse);
+		pr_warn("%s: %s: force: setting %d VFs removes VFs in use: %s\n",
+			pci_name(pdev), pf->match, pf->numvfs, inuse);
+	}
+	return vfcfg_set_numvfs(pdev, pf->numvfs, err, len);
+}
+
+/* the VF's settings as the driver reports them; caller holds RTNL */
+static bool vfcfg_get_vf(struct net_device *dev, int i, struct ifla_vf_info *ivi)
+{
 	const struct net_device_ops *ops = dev->netdev_ops;
-	struct ifla_vf_info ivi;
-	bool known;
 
-	ASSERT_RTNL();
-	/* the defaults rtnetlink uses: unknown reads as "always set it" */
-	memset(&ivi, 0, sizeof(ivi));
-	ivi.vlan_proto = htons(ETH_P_8021Q);
-	ivi.spoofchk = -1;
-	ivi.trusted = -1;
-	ivi.linkstate = -1;
-	known = ops->ndo_get_vf_config && !ops->ndo_get_vf_config(dev, i, &ivi);
+	/* the defaults rtnetlink uses; -1 is never what a policy wants */
+	memset(ivi, 0, sizeof(*ivi));
+	ivi->vlan_proto = htons(ETH_P_8021Q);
+	ivi->spoofchk = -1;
+	ivi->trusted = -1;
+	ivi->rss_query_en = -1;
+	ivi->linkstate = -1;
+	return ops->ndo_get_vf_config && !ops->ndo_get_vf_config(dev, i, ivi);
+}
 
-	if (vf->keys & BIT(VFCFG_K_MAC)) {
-		if (!ops->ndo_set_vf_mac)
-			res[VFCFG_OP_MAC] = -EOPNOTSUPP;
-		else if (known && ether_addr_equal(ivi.mac, vf->mac))
-			res[VFCFG_OP_MAC] = 0;
-		else
-			mac_set = !(res[VFCFG_OP_MAC] =
-				    ops->ndo_set_vf_mac(dev, i, (u8 *)vf->mac));
+/*
+ * One op on VF @i.  The driver is not asked when @ivi, read back (@known),
+ * already says what the policy wants: a set can reset the VF (i40e does).
+ * *@asked says whether it was.  Caller holds RTNL.
+ */
+static int vfcfg_vf_op(struct net_device *dev, int i, const struct vfcfg_vf *vf,
+		       enum vfcfg_op op, const struct ifla_vf_info *ivi,
+		       bool known, bool *asked)
+{
+	const struct net_device_ops *ops = dev->netdev_ops;
+	bool can, same;
+
+	*asked = false;
+	switch (op) {
+	case VFCFG_OP_MAC:
+		can = ops->ndo_set_vf_mac;
+		same = ether_addr_equal(ivi->mac, vf->mac);
+		break;
+	case VFCFG_OP_VLAN:
+		can = ops->ndo_set_vf_vlan;
+		same = ivi->vlan == vf->vlan && ivi->qos == vf->qos &&
+		       ivi->vlan_proto == vf->proto;
+		break;
+	case VFCFG_OP_SPOOFCHK:
+		can = ops->ndo_set_vf_spoofchk;
+		same = ivi->spoofchk == vf->spoofchk;
+		break;
+	case VFCFG_OP_TRUST:
+		can = ops->ndo_set_vf_trust;
+		same = ivi->trusted == vf->trust;
+		break;
+	case VFCFG_OP_RATE:
+		can = ops->ndo_set_vf_rate;
+		same = ivi->min_tx_rate == vf->min_rate &&
+		       ivi->max_tx_rate == vf->max_rate;
+		break;
+	case VFCFG_OP_STATE:
+		can = ops->ndo_set_vf_link_state;
+		same = ivi->linkstate == vf->link_state;
+		break;
+	case VFCFG_OP_QUERY_RSS:
+		can = ops->ndo_set_vf_rss_query_en;
+		same = ivi->rss_query_en == vf->query_rss;
+		break;
+	default:
+		return -EOPNOTSUPP;
 	}
-	if (vf->keys & BIT(VFCFG_K_VLAN)) {
-		if (!ops->ndo_set_vf_vlan)
-			res[VFCFG_OP_VLAN] = -EOPNOTSUPP;
-		else if (known && ivi.vlan == vf->vlan && ivi.qos == vf->qos &&
-			 ivi.vlan_proto == vf->proto)
-			res[VFCFG_OP_VLAN] = 0;
-		else
-			res[VFCFG_OP_VLAN] = ops->ndo_set_vf_vlan(dev, i, vf->vlan,
-								  vf->qos, vf->proto);
+	if (!can)
+		return -EOPNOTSUPP;
+	if (known && same)
+		return 0;
+	*asked = true;
+	if (vfcfg_inject_busy())
+		return -EBUSY;
+	switch (op) {
+	case VFCFG_OP_MAC:
+		return ops->ndo_set_vf_mac(dev, i, (u8 *)vf->mac);
+	case VFCFG_OP_VLAN:
+		return ops->ndo_set_vf_vlan(dev, i, vf->vlan, vf->qos, vf->proto);
+	case VFCFG_OP_SPOOFCHK:
+		return ops->ndo_set_vf_spoofchk(dev, i, vf->spoofchk);
+	case VFCFG_OP_TRUST:
+		return ops->ndo_set_vf_trust(dev, i, vf->trust);
+	case VFCFG_OP_RATE:
+		return ops->ndo_set_vf_rate(dev, i, vf->min_rate, vf->max_rate);
+	case VFCFG_OP_STATE:
+		return ops->ndo_set_vf_link_state(dev, i, vf->link_state);
+	default:
+		return ops->ndo_set_vf_rss_query_en(dev, i, vf->query_rss);
 	}
-	if (vf->keys & BIT(VFCFG_K_SPOOFCHK)) {
-		if (!ops->ndo_set_vf_spoofchk)
-			res[VFCFG_OP_SPOOFCHK] = -EOPNOTSUPP;
-		else if (known && ivi.spoofchk == vf->spoofchk)
-			res[VFCFG_OP_SPOOFCHK] = 0;
-		else
-			res[VFCFG_OP_SPOOFCHK] =
-				ops->ndo_set_vf_spoofchk(dev, i, vf->spoofchk);
-	}
-	if (vf->keys & BIT(VFCFG_K_TRUST)) {
-		if (!ops->ndo_set_vf_trust)
-			res[VFCFG_OP_TRUST] = -EOPNOTSUPP;
-		else if (known && ivi.trusted == vf->trust)
-			res[VFCFG_OP_TRUST] = 0;
-		else
-			res[VFCFG_OP_TRUST] = ops->ndo_set_vf_trust(dev, i, vf->trust);
-	}
-	if (vf->keys & (BIT(VFCFG_K_MIN_RATE) | BIT(VFCFG_K_MAX_RATE))) {
-		if (!ops->ndo_set_vf_rate)
-			res[VFCFG_OP_RATE] = -EOPNOTSUPP;
-		else if (known && ivi.min_tx_rate == vf->min_rate &&
-			 ivi.max_tx_rate == vf->max_rate)
-			res[VFCFG_OP_RATE] = 0;
-		else
-			res[VFCFG_OP_RATE] = ops->ndo_set_vf_rate(dev, i, vf->min_rate,
-								  vf->max_rate);
-	}
-	if (vf->keys & BIT(VFCFG_K_STATE)) {
-		if (!ops->ndo_set_vf_link_state)
-			res[VFCFG_OP_STATE] = -EOPNOTSUPP;
-		else if (known && ivi.linkstate == vf->link_state)
-			res[VFCFG_OP_STATE] = 0;
-		else
-			res[VFCFG_OP_STATE] =
-				ops->ndo_set_vf_link_state(dev, i, vf->link_state);
-	}
-	return mac_set;
 }
 
 static bool vfcfg_op_wanted(const struct vfcfg_vf *vf, enum vfcfg_op op)
@@ -323,10 +637,56 @@ static bool vfcfg_op_wanted(const struct vfcfg_vf *vf, enum vfcfg_op op)
 		[VFCFG_OP_TRUST] = BIT(VFCFG_K_TRUST),
 		[VFCFG_OP_RATE] = BIT(VFCFG_K_MIN_RATE) | BIT(VFCFG_K_MAX_RATE),
 		[VFCFG_OP_STATE] = BIT(VFCFG_K_STATE),
+		[VFCFG_OP_QUERY_RSS] = BIT(VFCFG_K_QUERY_RSS),
 		[VFCFG_OP_DRIVER] = BIT(VFCFG_K_DRIVER),
 	};
 
 	return vf->keys & keys[op];
+}
+
+/*
+ * Apply the attributes of VFs 0..@nvf-1, RTNL held around each driver call
+ * only (and the read-back before a VF's calls), never across the VFs: a
+ * PF with many VFs must not stall the rest of networking.  The net device
+ * is looked up anew under each hold.  Returns false when it is gone.
+ */
+static bool vfcfg_apply_attrs(const struct vfcfg_target *t, unsigned int nvf,
+			      struct vfcfg_vfres *vr)
+{
+	struct ifla_vf_info ivi;
+	struct net_device *dev;
+	unsigned int i, op;
+	bool known, asked;
+	int ret;
+
+	for (i = 0; i < nvf; i++) {
+		const struct vfcfg_vf *vf = &t->pf->vf[i];
+
+		if (!(vf->keys & ~BIT(VFCFG_K_DRIVER)))
+			continue;
+		rtnl_lock();
+		dev = vfcfg_target_dev(t);
+		known = dev && vfcfg_get_vf(dev, i, &ivi);
+		rtnl_unlock();
+		if (!dev)
+			return false;
+		for (op = 0; op < VFCFG_OP_DRIVER; op++) {
+			if (!vfcfg_op_wanted(vf, op))
+				continue;
+			asked = false;
+			rtnl_lock();
+			dev = vfcfg_target_dev(t);
+			ret = dev ? vfcfg_vf_op(dev, i, vf, op, &ivi, known, &asked) :
+			      -ENODEV;
+			rtnl_unlock();
+			vr[i].res[op] = ret;
+			if (asked)
+				vr[i].asked |= BIT(op);
+			if (op == VFCFG_OP_MAC && asked && !ret)
+				vr[i].mac_set = true;
+		}
+	}
+	return true;
 }
 
 static bool vfcfg_bound_to(struct pci_dev *vf, const char *name)
@@ -339,16 +699,59 @@ static bool vfcfg_bound_to(struct pci_dev *vf, const char *name)
 	return ret;
 }
 
-/*
- * Bind an existing VF to the named driver, as "echo NAME >
- * driver_override; echo VF > unbind; echo VF > drivers_probe" would.  VFs
- * created by our own sriov_configure already got the override from the bus
- * notifier before they could probe.
- */
-static int vfcfg_vf_driver(struct pci_dev *vf, const char *name)
+static bool vfcfg_bound_native(struct pci_dev *vf)
 {
+	bool ret;
+
+	device_lock(&vf->dev);
+	ret = vf->dev.driver && vfcfg_native(vf, vf->dev.driver);
+	device_unlock(&vf->dev);
+	return ret;
+}
+
+/*
+ * Load the VF drivers a block names, before the PF is locked: a module's
+ * init attaches its driver to every device it matches, taking each one's
+ * device lock, and one that matched the PF would wait for our lock while
+ * we waited for it.  Without udev nobody loads a driver that the VF's
+ * modalias does not name (vfio-pci).
+ */
+static void vfcfg_load_drivers(const struct vfcfg_pf *pf)
+{
+	unsigned int i;
+
+	for (i = 0; i < pf->nvf; i++)
+		if ((pf->vf[i].keys & BIT(VFCFG_K_DRIVER)) &&
+		    !driver_find(pf->vf[i].driver, &pci_bus_type))
+			request_module("%s", pf->vf[i].driver);
+}
+
+/*
+ * Bind VF @id to the policy's driver, as "echo NAME > driver_override;
+ * echo VF > unbind; echo VF > drivers_probe" would, unless the VF is in
+ * use (vfcfg_vf_in_use()) and the block has no force: then neither its
+ * binding nor its driver_override changes, and @bound names its driver.
+ * VFs created by our own sriov_configure already got the override from the
+ * bus notifier before they could probe.  Caller holds the PF's device lock.
+ */
+static int vfcfg_vf_driver(struct vfcfg_pf *pf, struct pci_dev *vf, int id,
+			   char *bound, char *forced, size_t len)
+{
+	const char *name = pf->vf[id].driver;
+	char cur[VFCFG_DRV_LEN] = "";
 	int ret;
 
+	if (!vfcfg_bound_to(vf, name) &&
+	    vfcfg_vf_in_use(pf, vf, id, cur, sizeof(cur))) {
+		if (!pf->force) {
+			strscpy(bound, cur, VFCFG_DRV_LEN);
+			return VFCFG_RES_IN_USE;
+		}
+		scnprintf(forced + strlen(forced), len - strlen(forced),
+			  "%svf%d taken from %s", forced[0] ? ", " : "", id, cur);
+		pr_warn("%s: %s: force: vf%d taken from %s for %s\n",
+			pci_name(vf), pf->match, id, cur, name);
+	}
 	if (!vfcfg_override_is(vf, name)) {
 		ret = vfcfg_override_set(vf, name);
 		if (ret)
@@ -357,13 +760,65 @@ static int vfcfg_vf_driver(struct pci_dev *vf, const char *name)
 	if (vfcfg_bound_to(vf, name))
 		return 0;
 	device_release_driver(&vf->dev);
-	/* without udev nobody loads a driver the VF's modalias does not name */
-	if (!driver_find(name, &pci_bus_type))
-		request_module("%s", name);
 	ret = device_attach(&vf->dev);
 	if (ret < 0)
 		return ret;
 	return vfcfg_bound_to(vf, name) ? 0 : -ENXIO;
+}
+
+/*
+ * The steps of a full pass after the attributes: VFs this pass created are
+ * probed again by their own driver once their MAC is set (@reprobe), VF
+ * drivers are bound.  Caller holds the PF's device lock.
+ */
+static void vfcfg_vf_steps(struct vfcfg_pf *pf, struct pci_dev *pdev,
+			   unsigned int nvf, struct vfcfg_vfres *vr,
+			   bool reprobe, char *forced, size_t len)
+{
+	struct pci_dev *vf = NULL;
+	int id;
+
+	for_each_pci_dev(vf) {
+		if (!vf->is_virtfn || pci_physfn(vf) != pdev)
+			continue;
+		id = pci_iov_vf_id(vf);
+		if (id < 0 || id >= nvf)
+			continue;
+		/*
+		 * A VF driver reads its MAC from the PF when it probes (igbvf
+		 * does), and a VF we just created probed before its MAC was
+		 * set: probe it again.  Nobody can be using it yet.  VFs that
+		 * existed before are left bound: the new MAC reaches them at
+		 * their driver's next reset, as with "ip link set vf mac".
+		 */
+		if (reprobe && vr[id].mac_set && vfcfg_bound_native(vf)) {
+			device_release_driver(&vf->dev);
+			if (device_attach(&vf->dev) < 0)
+				pci_warn(vf, "%s: reprobe failed\n", KBUILD_MODNAME);
+		}
+		if (pf->vf[id].keys & BIT(VFCFG_K_DRIVER))
+			vr[id].res[VFCFG_OP_DRIVER] =
+				vfcfg_vf_driver(pf, vf, id, vr[id].bound, forced, len);
+	}
+}
+
+/*
+ * Record which pass applies @pf now (the work's own counter); no retry is
+ * due until vfcfg_store_res() says so.
+ */
+static void vfcfg_pf_pass(struct vfcfg_pf *pf, unsigned int why, bool full)
+{
+	pf->retry_now = false;
+	mutex_lock(&vfcfg_lock);
+	pf->pass = vfcfg_passes;
+	pf->why = why;
+	pf->full = full;
+	if (full) {
+		pf->full_pass = vfcfg_passes;
+		pf->full_why = why;
+	}
+	pf->retrying = false;
+	mutex_unlock(&vfcfg_lock);
 }
 
 static void vfcfg_pf_state(struct vfcfg_pf *pf, const char *found,
@@ -387,29 +842,109 @@ static void vfcfg_pf_forget(struct vfcfg_pf *pf)
 {
 	unsigned int i, op;
 
+	pf->retry = 0;
 	mutex_lock(&vfcfg_lock);
-	for (i = 0; i < pf->nvf; i++)
-		for (op = 0; op < VFCFG_OP_NR; op++)
+	pf->retrying = false;
+	for (i = 0; i < pf->nvf; i++) {
+		for (op = 0; op < VFCFG_OP_NR; op++) {
 			pf->vf[i].res[op] = VFCFG_RES_PENDING;
+			pf->vf[i].busy[op] = 0;
+		}
+	}
 	mutex_unlock(&vfcfg_lock);
 }
 
-/* store one application's results; caller holds vfcfg_lock */
+static bool vfcfg_busy(int res)
+{
+	return res == -EBUSY || res == -EAGAIN;
+}
+
+/*
+ * Store one pass's results and decide on a retry of busy answers; caller
+ * holds vfcfg_lock.  A busy count grows with each busy answer and is kept
+ * by a retry pass that succeeds ("ok after N busy answers"); a driver call
+ * of any other pass starts it afresh.  Returns how many VF settings
+ * failed.
+ */
 static unsigned int vfcfg_store_res(struct vfcfg_pf *pf,
-				    int (*res)[VFCFG_OP_NR])
+				    const struct vfcfg_vfres *vr,
+				    unsigned int why)
 {
 	unsigned int i, op, failed = 0;
+	bool busy = false;
+	int r;
 
 	for (i = 0; i < pf->nvf; i++) {
+		struct vfcfg_vf *vf = &pf->vf[i];
+
 		for (op = 0; op < VFCFG_OP_NR; op++) {
-			if (!vfcfg_op_wanted(&pf->vf[i], op))
+			if (!vfcfg_op_wanted(vf, op))
 				continue;
-			pf->vf[i].res[op] = res[i][op];
-			if (res[i][op])
+			r = vr[i].res[op];
+			if (r != VFCFG_RES_KEEP)
+				vf->res[op] = r;
+			if (vr[i].asked & BIT(op)) {
+				if (vfcfg_busy(r))
+					vf->busy[op] = min(vf->busy[op] + 1, 255);
+				else if (!(why & VFCFG_WHY_RETRY))
+					vf->busy[op] = 0;
+			}
+			r = vf->res[op];
+			busy |= vfcfg_busy(r);
+			if (r < 0 || r == VFCFG_RES_IN_USE)
 				failed++;
 		}
+		if (vr[i].res[VFCFG_OP_DRIVER] != VFCFG_RES_KEEP)
+			strscpy(vf->bound, vr[i].bound, sizeof(vf->bound));
 	}
+	pf->retrying = busy && pf->retry < VFCFG_RETRIES;
+	pf->retry = pf->retrying ? pf->retry + 1 : 0;
+	pf->retry_now = pf->retrying;
 	return failed;
+}
+
+/* log a VF kept by its driver once, while it is; the work's own flags */
+static void vfcfg_warn_in_use(struct vfcfg_pf *pf, const char *pci,
+			      const struct vfcfg_vfres *vr)
+{
+	unsigned int i;
+	bool refused;
+
+	for (i = 0; i < pf->nvf; i++) {
+		if (vr[i].res[VFCFG_OP_DRIVER] == VFCFG_RES_KEEP)
+			continue;
+		refused = vr[i].res[VFCFG_OP_DRIVER] == VFCFG_RES_IN_USE;
+		if (refused && !pf->vf[i].warned_drv)
+			pr_warn("%s: %s: vf%u is bound to %s, not rebound to %s; add force to the block to override\n",
+				pci, pf->match, i, vr[i].bound, pf->vf[i].driver);
+		pf->vf[i].warned_drv = refused;
+	}
+}
+
+static void vfcfg_state_add(struct vfcfg_pf *pf, const char *fmt, ...)
+	__printf(2, 3);
+
+/* append to @pf->state; caller holds vfcfg_lock */
+static void vfcfg_state_add(struct vfcfg_pf *pf, const char *fmt, ...)
+{
+	size_t n = strlen(pf->state);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vscnprintf(pf->state + n, sizeof(pf->state) - n, fmt, ap);
+	va_end(ap);
+}
+
+static struct vfcfg_vfres *vfcfg_vfres_alloc(const struct vfcfg_pf *pf)
+{
+	struct vfcfg_vfres *vr;
+	unsigned int i;
+
+	vr = kcalloc(pf->nvf ?: 1, sizeof(*vr), GFP_KERNEL);
+	/* what is not reached stays "no such VF" */
+	for (i = 0; vr && i < pf->nvf; i++)
+		memset32((u32 *)vr[i].res, (u32)-ENODEV, VFCFG_OP_NR);
+	return vr;
 }
 
 /*
@@ -418,175 +953,193 @@ static unsigned int vfcfg_store_res(struct vfcfg_pf *pf,
  * and the bus's own VF count knob is a sysfs store we must not call from
  * here: the VF count is not applied (numvfs is reported as not applicable
  * when it differs) and the VF attributes go to the VFs that exist; the
- * others stay "no such VF" until the next apply.  Returns false when the
- * PF's net device is gone (or renamed) since vfcfg_select().
+ * others stay "no such VF" until the next apply.  The bus device's lock
+ * keeps its driver (and the net device with it) for the pass.  Returns
+ * false when the PF's net device is gone (or renamed) since
+ * vfcfg_select().
  */
-static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf, struct device *bus)
+static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf, struct device *bus,
+			       unsigned int why)
 {
+	struct vfcfg_target t = { .pf = pf, .bus = bus };
 	char ifname[IFNAMSIZ] = "";
-	struct net_device *dev, *found = NULL;
-	int (*res)[VFCFG_OP_NR];
+	struct net_device *dev;
+	struct vfcfg_vfres *vr;
 	unsigned int i, nvf, failed;
-	int cur;
+	bool present;
+	int cur = 0;
 
-	res = kmalloc_array(pf->nvf ?: 1, sizeof(*res), GFP_KERNEL);
-	if (!res) {
+	vfcfg_pf_pass(pf, why, false);
+	vr = vfcfg_vfres_alloc(pf);
+	if (!vr) {
 		vfcfg_pf_state(pf, "", "out of memory");
 		return true;
 	}
-	for (i = 0; i < pf->nvf; i++)
-		memset32((u32 *)res[i], (u32)-ENODEV, VFCFG_OP_NR);
-
+	device_lock(bus);
 	rtnl_lock();
-	for_each_netdev(&init_net, dev) {
-		if (dev->dev.parent == bus && vfcfg_netdev_vfbus(dev) &&
-		    vfcfg_netdev_matches(pf, dev)) {
-			found = dev;
-			break;
-		}
+	dev = bus->driver ? vfcfg_target_dev(&t) : NULL;
+	if (dev) {
+		strscpy(ifname, dev->name, sizeof(ifname));
+		cur = max(dev_num_vf(bus), 0);
 	}
-	if (!found) {
-		rtnl_unlock();
-		kfree(res);
+	rtnl_unlock();
+	nvf = min_t(unsigned int, pf->nvf, cur);
+	present = dev && vfcfg_apply_attrs(&t, nvf, vr);
+	device_unlock(bus);
+	if (!present) {
+		kfree(vr);
 		return false;
 	}
-	cur = max(dev_num_vf(found->dev.parent), 0);
-	nvf = min_t(unsigned int, pf->nvf, cur);
-	for (i = 0; i < nvf; i++) {
-		vfcfg_apply_vf(found, i, &pf->vf[i], res[i]);
-		/* its VFs are not devices of their own: nothing to bind */
+	/* its VFs are not devices of their own: nothing to bind */
+	for (i = 0; i < nvf; i++)
 		if (pf->vf[i].keys & BIT(VFCFG_K_DRIVER))
-			res[i][VFCFG_OP_DRIVER] = -EOPNOTSUPP;
-	}
-	strscpy(ifname, found->name, sizeof(ifname));
-	rtnl_unlock();
+			vr[i].res[VFCFG_OP_DRIVER] = -EOPNOTSUPP;
 
 	mutex_lock(&vfcfg_lock);
 	pf->found[0] = '\0';
-	failed = vfcfg_store_res(pf, res);
-	snprintf(pf->state, sizeof(pf->state),
-		 "%s %s: %d VFs (not PCI), applied", dev_name(bus), ifname, cur);
+	failed = vfcfg_store_res(pf, vr, why);
+	snprintf(pf->state, sizeof(pf->state), "%s %s: %d VFs (not PCI), applied",
+		 dev_name(bus), ifname, cur);
 	if (pf->numvfs >= 0 && pf->numvfs != cur)
-		scnprintf(pf->state + strlen(pf->state),
-			  sizeof(pf->state) - strlen(pf->state),
-			  ", numvfs %d not applicable", pf->numvfs);
+		vfcfg_state_add(pf, ", numvfs %d not applicable", pf->numvfs);
 	if (failed)
-		scnprintf(pf->state + strlen(pf->state),
-			  sizeof(pf->state) - strlen(pf->state),
-			  ", %u VF settings failed", failed);
+		vfcfg_state_add(pf, ", %u VF settings failed", failed);
+	if (pf->retrying)
+		vfcfg_state_add(pf, ", retrying busy VF settings");
 	mutex_unlock(&vfcfg_lock);
-	kfree(res);
+	kfree(vr);
 	return true;
 }
 
-/* a block that selects the PCI device @pdev; the caller holds a reference */
-static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev)
+/*
+ * Lock the PF for a pass and say whether the pass may change its VF count
+ * and drivers (@why, or its driver bound since it last could).  Returns
+ * false, unlocked, when no driver is bound.  Under the device lock a PF's
+ * probe has either finished or not begun: a pass queued by NETDEV_REGISTER
+ * from inside the probe waits here until the probe is over.
+ */
+static bool vfcfg_lock_pf(struct pci_dev *pdev, const struct vfcfg_pf *pf,
+			  unsigned int *why, bool *full)
 {
-	char why[VFCFG_ERR_LEN] = "", ifname[IFNAMSIZ] = "";
-	struct net_device *dev;
-	struct pci_dev *vf;
-	unsigned int i, nvf, failed;
-	int (*res)[VFCFG_OP_NR];
-	unsigned long *reprobe = NULL;
-	int ret, total, cur, created = 0;
+	bool loaded = false;
 
-	/*
-	 * Unlocked peek: the PF driver's probe ends with BUS_NOTIFY_BOUND_DRIVER,
-	 * which runs this again; vfcfg_set_numvfs() checks under the lock.
-	 * TotalVFs is read only once the driver is there: igb lowers it.
-	 */
-	if (!READ_ONCE(pdev->dev.driver)) {
+	*full = *why & VFCFG_WHY_FULL;
+	if (*full || vfcfg_probed_peek(pdev)) {
+		vfcfg_load_drivers(pf);
+		loaded = true;
+	}
+	device_lock(&pdev->dev);
+	if (!pdev->dev.driver)
+		goto unbound;
+	if (vfcfg_probed_del(pdev)) {
+		*full = true;
+		*why |= VFCFG_WHY_PROBE;
+	}
+	if (!*full || loaded)
+		return true;
+	/* the driver bound while we waited for its lock */
+	device_unlock(&pdev->dev);
+	vfcfg_load_drivers(pf);
+	device_lock(&pdev->dev);
+	if (pdev->dev.driver)
+		return true;
+unbound:
+	device_unlock(&pdev->dev);
+	return false;
+}
+
+/* a block that selects the PCI device @pdev; the caller holds a reference */
+static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev,
+			    unsigned int why)
+{
+	struct vfcfg_target t = { .pf = pf, .pdev = pdev };
+	char err[VFCFG_ERR_LEN] = "", note[VFCFG_ERR_LEN] = "";
+	char forced[VFCFG_ERR_LEN] = "", ifname[IFNAMSIZ] = "";
+	struct net_device *dev;
+	struct vfcfg_vfres *vr;
+	unsigned int i, nvf, failed;
+	int ret, total, cur, created = 0;
+	bool full, running = false;
+
+	if (!vfcfg_lock_pf(pdev, pf, &why, &full)) {
+		vfcfg_pf_pass(pf, why, false);
 		vfcfg_pf_state(pf, pci_name(pdev), "%s: waiting for a PF driver",
 			       pci_name(pdev));
 		vfcfg_pf_forget(pf);
 		return;
 	}
+	vfcfg_pf_pass(pf, why, full);
+	/* TotalVFs is read only once the driver is there: igb lowers it */
 	total = pci_sriov_get_totalvfs(pdev);
 	if (!pdev->is_physfn || total <= 0) {
 		vfcfg_pf_state(pf, "", "%s has no SR-IOV capability",
 			       pci_name(pdev));
-		return;
+		goto unlock;
 	}
 	/* validated whole before anything is touched */
-	ret = vfcfg_check_totalvfs(pf, total, why, sizeof(why));
+	ret = vfcfg_check_totalvfs(pf, total, err, sizeof(err));
 	if (ret) {
-		vfcfg_pf_state(pf, "", "%s: refused: %s", pci_name(pdev), why);
+		vfcfg_pf_state(pf, "", "%s: refused: %s", pci_name(pdev), err);
 		pci_err(pdev, "%s: policy %s refused: %s\n", KBUILD_MODNAME,
-			pf->match, why);
-		return;
+			pf->match, err);
+		goto unlock;
 	}
 	/* publish the address first: the VFs created below look it up */
 	vfcfg_pf_state(pf, pci_name(pdev), "applying");
-
-	res = kmalloc_array(pf->nvf ?: 1, sizeof(*res), GFP_KERNEL);
-	if (!res) {
+	vr = vfcfg_vfres_alloc(pf);
+	if (!vr) {
 		vfcfg_pf_state(pf, pci_name(pdev), "out of memory");
-		return;
+		goto unlock;
 	}
-	/* what is not reached below stays "no such VF" */
-	for (i = 0; i < pf->nvf; i++)
-		memset32((u32 *)res[i], (u32)-ENODEV, VFCFG_OP_NR);
 
-	if (pf->numvfs >= 0) {
-		created = vfcfg_set_numvfs(pdev, pf->numvfs, why, sizeof(why));
-		if (created < 0)
-			pci_err(pdev, "%s: %s\n", KBUILD_MODNAME, why);
-	}
+	if (pf->numvfs < 0 || pf->numvfs == pci_num_vf(pdev))
+		pf->warned_count = false;
+	else
+		created = vfcfg_count(pf, pdev, full, err, note, forced,
+				      sizeof(err));
+	if (created < 0)
+		pci_err(pdev, "%s: %s\n", KBUILD_MODNAME, err);
 
 	cur = pci_num_vf(pdev);
 	nvf = min_t(unsigned int, pf->nvf, cur);
+	for (i = 0; !full && i < nvf; i++)
+		vr[i].res[VFCFG_OP_DRIVER] = VFCFG_RES_KEEP;
 	rtnl_lock();
 	dev = vfcfg_pf_netdev(pdev);
-	/* igb answers a VF's reset (and hands it its MAC) only while up */
-	if (created > 0 && dev && netif_running(dev))
-		reprobe = bitmap_zalloc(nvf, GFP_KERNEL);
 	if (dev) {
 		strscpy(ifname, dev->name, sizeof(ifname));
-		for (i = 0; i < nvf; i++)
-			if (vfcfg_apply_vf(dev, i, &pf->vf[i], res[i]) && reprobe)
-				__set_bit(i, reprobe);
-	} else if (!why[0] && nvf) {
-		snprintf(why, sizeof(why), "PF has no net device yet");
+		/* igb answers a VF's reset (and hands it its MAC) only while up */
+		running = netif_running(dev);
 	}
 	rtnl_unlock();
+	if ((!dev || !vfcfg_apply_attrs(&t, nvf, vr)) && !err[0] && nvf)
+		snprintf(err, sizeof(err), "PF has no net device yet");
+	if (full)
+		vfcfg_vf_steps(pf, pdev, nvf, vr, created > 0 && running,
+			       forced, sizeof(forced));
+	device_unlock(&pdev->dev);
 
-	for_each_pci_dev(vf) {
-		int id;
-
-		if (!vf->is_virtfn || pci_physfn(vf) != pdev)
-			continue;
-		id = pci_iov_vf_id(vf);
-		if (id < 0 || id >= nvf)
-			continue;
-		/*
-		 * A VF driver reads its MAC from the PF when it probes (igbvf
-		 * does), and a VF we just created probed before its MAC was
-		 * set: reprobe it.  Nobody can be using it yet.  VFs that
-		 * existed before are left bound: the new MAC reaches them at
-		 * their driver's next reset, as with "ip link set vf mac".
-		 */
-		if (reprobe && test_bit(id, reprobe) && READ_ONCE(vf->dev.driver)) {
-			device_release_driver(&vf->dev);
-			if (device_attach(&vf->dev) < 0)
-				pci_warn(vf, "%s: reprobe failed\n", KBUILD_MODNAME);
-		}
-		if (pf->vf[id].keys & BIT(VFCFG_K_DRIVER))
-			res[id][VFCFG_OP_DRIVER] =
-				vfcfg_vf_driver(vf, pf->vf[id].driver);
-	}
-	bitmap_free(reprobe);
-
+	vfcfg_warn_in_use(pf, pci_name(pdev), vr);
 	mutex_lock(&vfcfg_lock);
-	failed = vfcfg_store_res(pf, res);
+	failed = vfcfg_store_res(pf, vr, why);
+	if (full)
+		strscpy(pf->forced, forced, sizeof(pf->forced));
 	snprintf(pf->state, sizeof(pf->state), "%s%s%s: %d VFs (totalvfs %d)%s%s",
 		 pci_name(pdev), ifname[0] ? " " : "", ifname, cur, total,
-		 why[0] ? ", error: " : ", applied", why);
+		 err[0] ? ", error: " : ", applied", err);
 	if (failed)
-		scnprintf(pf->state + strlen(pf->state),
-			  sizeof(pf->state) - strlen(pf->state),
-			  ", %u VF settings failed", failed);
+		vfcfg_state_add(pf, ", %u VF settings failed", failed);
+	if (note[0])
+		vfcfg_state_add(pf, ", %s", note);
+	if (pf->forced[0])
+		vfcfg_state_add(pf, ", forced: %s", pf->forced);
+	if (pf->retrying)
+		vfcfg_state_add(pf, ", retrying busy VF settings");
 	mutex_unlock(&vfcfg_lock);
-	kfree(res);
+	kfree(vr);
+	return;
+unlock:
+	device_unlock(&pdev->dev);
 }
 
 /*
@@ -644,32 +1197,56 @@ static void vfcfg_mark_conflicts(struct vfcfg_set *set)
 /*
  * One pass over the policy.  Every block is first resolved to the device it
  * selects, so that blocks naming one PF by different keys are seen as one
- * PF and only one of them is applied to it.
+ * PF and only one of them is applied to it.  Busy answers schedule the
+ * next pass after a backoff.
  */
 static void vfcfg_apply_all(struct work_struct *work)
 {
-	struct vfcfg_set *set = vfcfg_get_set();
+	unsigned int why, retry = 0;
+	struct vfcfg_set *set;
 	struct vfcfg_pf *pf;
 
+	mutex_lock(&vfcfg_lock);
+	set = vfcfg_cur;
+	if (set)
+		kref_get(&set->ref);
+	/* none left: a retry's timer, after a pass that took its bit */
+	why = vfcfg_why ?: VFCFG_WHY_RETRY;
+	vfcfg_why = 0;
+	mutex_unlock(&vfcfg_lock);
 	if (!set)
 		return;
+	vfcfg_passes++;
 	list_for_each_entry(pf, &set->pfs, node)
 		pf->sel = vfcfg_select(pf);
 	vfcfg_mark_conflicts(set);
 	list_for_each_entry(pf, &set->pfs, node) {
-		if (!pf->sel)
+		if (!pf->sel) {
+			vfcfg_pf_pass(pf, why, false);
 			vfcfg_pf_state(pf, "", "not present");
-		else if (pf->shadowed)	/* set just above, by this work */
+			vfcfg_pf_forget(pf);
+		} else if (pf->shadowed) {	/* set just above, by this work */
 			continue;
-		else if (dev_is_pci(pf->sel))
-			vfcfg_apply_pci(pf, to_pci_dev(pf->sel));
-		else if (!vfcfg_apply_nonpci(pf, pf->sel))
+		} else if (dev_is_pci(pf->sel)) {
+			vfcfg_apply_pci(pf, to_pci_dev(pf->sel), why);
+		} else if (!vfcfg_apply_nonpci(pf, pf->sel, why)) {
 			vfcfg_pf_state(pf, "", "not present");
+			vfcfg_pf_forget(pf);
+		}
+		if (pf->retry_now)
+			retry = max(retry, pf->retry);
 	}
 	list_for_each_entry(pf, &set->pfs, node) {
 		put_device(pf->sel);
 		pf->sel = NULL;
 	}
+	mutex_lock(&vfcfg_lock);
+	if (retry && vfcfg_life == VFCFG_LIVE && vfcfg_cur == set) {
+		vfcfg_why |= VFCFG_WHY_RETRY;
+		queue_delayed_work(system_unbound_wq, &vfcfg_work,
+				   msecs_to_jiffies(VFCFG_RETRY_MS << (retry - 1)));
+	}
+	mutex_unlock(&vfcfg_lock);
 	vfcfg_set_put(set);
 }
 
@@ -678,26 +1255,37 @@ static void vfcfg_apply_all(struct work_struct *work)
 /*
  * A VF is being added: give it the policy's driver override now, before
  * pci_bus_add_device() lets it probe, so it never binds its native driver
- * first.  Runs inside our own sriov_configure call (device_lock(PF) held).
+ * first.  Runs inside a sriov_configure call: ours (device_lock(PF) held)
+ * or the PF driver's own during its probe (igb's max_vfs=), before any pass
+ * resolved the policy to this PF: then a pf= block that names the PF only
+ * by its address is taken as it is.  A block that also needs the PF's net
+ * device cannot be matched yet (it registers later in probe); its VFs are
+ * rebound by the pass that follows the probe.
  */
 static void vfcfg_vf_added(struct pci_dev *vf)
 {
 	char name[VFCFG_DRV_LEN] = "";
 	struct pci_dev *pdev = pci_physfn(vf);
 	int id = pci_iov_vf_id(vf);
-	struct vfcfg_pf *pf;
+	struct vfcfg_pf *pf, *use = NULL;
 
 	if (id < 0)
 		return;
 	mutex_lock(&vfcfg_lock);
 	if (vfcfg_cur) {
 		list_for_each_entry(pf, &vfcfg_cur->pfs, node) {
-			if (strcmp(pf->found, pci_name(pdev)))
-				continue;
-			if (id < pf->nvf && (pf->vf[id].keys & BIT(VFCFG_K_DRIVER)))
-				strscpy(name, pf->vf[id].driver, sizeof(name));
-			break;
+			if (!strcmp(pf->found, pci_name(pdev))) {
+				use = pf;
+				break;
+			}
+			if (!use && !pf->shadowed && pf->has_addr &&
+			    !pf->ifname[0] && !pf->has_perm &&
+			    pf->domain == pci_domain_nr(pdev->bus) &&
+			    pf->bus == pdev->bus->number && pf->devfn == pdev->devfn)
+				use = pf;
 		}
+		if (use && id < use->nvf && (use->vf[id].keys & BIT(VFCFG_K_DRIVER)))
+			strscpy(name, use->vf[id].driver, sizeof(name));
 	}
 	mutex_unlock(&vfcfg_lock);
 	if (name[0] && vfcfg_override_set(vf, name))
@@ -716,12 +1304,21 @@ static int vfcfg_pci_event(struct notifier_block *nb, unsigned long action,
 			vfcfg_vf_added(pdev);
 		break;
 	case BUS_NOTIFY_BOUND_DRIVER:
+		/* sent once probe returned: the PF is ready for its VFs */
+		if (pdev->is_physfn)
+			vfcfg_probed_add(pdev);
+		else if (pdev->is_virtfn)
+			vfcfg_kick_locked(VFCFG_WHY_VF);
+		break;
 	case BUS_NOTIFY_UNBOUND_DRIVER:
 		if (pdev->is_physfn) {
-			mutex_lock(&vfcfg_lock);
-			vfcfg_kick();
-			mutex_unlock(&vfcfg_lock);
+			vfcfg_probed_del(pdev);
+			vfcfg_kick_locked(VFCFG_WHY_UNBIND);
 		}
+		break;
+	case BUS_NOTIFY_DEL_DEVICE:
+		if (pdev->is_physfn)
+			vfcfg_probed_del(pdev);
 		break;
 	}
 	return NOTIFY_DONE;
@@ -735,21 +1332,24 @@ static int vfcfg_netdev_event(struct notifier_block *nb, unsigned long event,
 			      void *ptr)
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	unsigned int why = VFCFG_WHY_NETDEV;
 
 	switch (event) {
 	case NETDEV_CHANGE:
-		/* igb limits VF rates only with link: retry when it comes */
+		/*
+		 * igb limits VF rates only with link; PF resets (igb's own,
+		 * i40e's, ice's) drop and regain the carrier, and have no
+		 * event of their own
+		 */
 		if (!netif_carrier_ok(dev))
 			break;
+		why = VFCFG_WHY_CARRIER;
 		fallthrough;
 	case NETDEV_REGISTER:
 	case NETDEV_UP:
 	case NETDEV_CHANGENAME:
-		if (!vfcfg_netdev_pci(dev) && !vfcfg_netdev_vfbus(dev))
-			break;
-		mutex_lock(&vfcfg_lock);
-		vfcfg_kick();
-		mutex_unlock(&vfcfg_lock);
+		if (vfcfg_netdev_pci(dev) || vfcfg_netdev_vfbus(dev))
+			vfcfg_kick_locked(why);
 		break;
 	}
 	return NOTIFY_DONE;
@@ -825,7 +1425,7 @@ static int vfcfg_param_set(const char *val, const struct kernel_param *kp)
 	vfcfg_last_err[0] = '\0';
 	old = vfcfg_cur;
 	vfcfg_cur = set;
-	vfcfg_kick();
+	vfcfg_kick(VFCFG_WHY_POLICY);
 	mutex_unlock(&vfcfg_lock);
 	/* a PF left out of the new policy keeps its VFs as they are */
 	vfcfg_set_put(old);
@@ -888,6 +1488,7 @@ static const char *const vfcfg_op_names[VFCFG_OP_NR] = {
 	[VFCFG_OP_TRUST] = "trust",
 	[VFCFG_OP_RATE] = "rate",
 	[VFCFG_OP_STATE] = "state",
+	[VFCFG_OP_QUERY_RSS] = "query_rss",
 	[VFCFG_OP_DRIVER] = "driver",
 };
 
@@ -897,12 +1498,48 @@ static const char *const vfcfg_link_states[] = {
 	[IFLA_VF_LINK_STATE_DISABLE] = "disable",
 };
 
+/* in the order of VFCFG_WHY_* bits */
+static const char *const vfcfg_why_names[] = {
+	"module load", "policy write", "apply write", "PF probe",
+	"PF unbind", "PF netdev event", "PF carrier up", "VF driver bound",
+	"retry",
+};
+
+/* one op's result; caller holds vfcfg_lock */
+static void vfcfg_show_res(struct seq_file *m, const struct vfcfg_pf *pf,
+			   const struct vfcfg_vf *vf, unsigned int op)
+{
+	int r = vf->res[op];
+
+	if (r == VFCFG_RES_PENDING)
+		seq_puts(m, ": pending;");
+	else if (r == VFCFG_RES_IN_USE)
+		seq_printf(m, ": in use by %s, not rebound (force overrides);",
+			   vf->bound);
+	else if (!r && vf->busy[op])
+		seq_printf(m, ": ok after %u busy answers;", vf->busy[op]);
+	else if (!r)
+		seq_puts(m, ": ok;");
+	else if (vfcfg_busy(r) && pf->retrying)
+		seq_printf(m, ": %pe, retrying (%u busy answers);", ERR_PTR(r),
+			   vf->busy[op]);
+	else if (vfcfg_busy(r))
+		seq_printf(m, ": %pe after %u busy answers, gave up;", ERR_PTR(r),
+			   vf->busy[op]);
+	else if (op == VFCFG_OP_DRIVER && r == -ENXIO)
+		seq_puts(m, ": not bound, see dmesg;");
+	else if (r == -ENODEV)
+		seq_puts(m, ": no such VF;");
+	else
+		seq_printf(m, ": %pe;", ERR_PTR(r));
+}
+
 /* one VF's line of the status file; caller holds vfcfg_lock */
-static void vfcfg_show_vf(struct seq_file *m, const struct vfcfg_vf *vf,
+static void vfcfg_show_vf(struct seq_file *m, const struct vfcfg_pf *pf,
 			  unsigned int i)
 {
+	const struct vfcfg_vf *vf = &pf->vf[i];
 	unsigned int op;
-	int r;
 
 	seq_printf(m, "  vf%u:", i);
 	for (op = 0; op < VFCFG_OP_NR; op++) {
@@ -930,22 +1567,47 @@ static void vfcfg_show_vf(struct seq_file *m, const struct vfcfg_vf *vf,
 		case VFCFG_OP_STATE:
 			seq_puts(m, vfcfg_link_states[vf->link_state]);
 			break;
+		case VFCFG_OP_QUERY_RSS:
+			seq_puts(m, vf->query_rss ? "on" : "off");
+			break;
 		case VFCFG_OP_DRIVER:
 			seq_puts(m, vf->driver);
 			break;
 		}
-		r = vf->res[op];
-		if (r == VFCFG_RES_PENDING)
-			seq_puts(m, ": pending;");
-		else if (!r)
-			seq_puts(m, ": ok;");
-		else if (op == VFCFG_OP_DRIVER && r == -ENXIO)
-			seq_puts(m, ": not bound, see dmesg;");
-		else if (r == -ENODEV)
-			seq_puts(m, ": no such VF;");
-		else
-			seq_printf(m, ": %pe;", ERR_PTR(r));
+		vfcfg_show_res(m, pf, vf, op);
 	}
+	seq_putc(m, '\n');
+}
+
+static void vfcfg_show_why(struct seq_file *m, unsigned int why)
+{
+	const char *sep = "";
+	unsigned int b;
+
+	for (b = 0; b < ARRAY_SIZE(vfcfg_why_names); b++) {
+		if (why & BIT(b)) {
+			seq_printf(m, "%s%s", sep, vfcfg_why_names[b]);
+			sep = " + ";
+		}
+	}
+}
+
+/*
+ * Which pass applied @pf last and why, and which pass last could change
+ * its VF count and drivers; caller holds vfcfg_lock
+ */
+static void vfcfg_show_pass(struct seq_file *m, const struct vfcfg_pf *pf)
+{
+	if (!pf->pass)
+		return;
+	seq_printf(m, "  last pass: #%u after ", pf->pass);
+	vfcfg_show_why(m, pf->why);
+	seq_printf(m, " (%s)\n",
+		   pf->full ? "count, drivers, attributes" : "attributes");
+	if (!pf->full_pass)
+		return;
+	seq_printf(m, "  last full pass: #%u after ", pf->full_pass);
+	vfcfg_show_why(m, pf->full_why);
 	seq_putc(m, '\n');
 }
 
@@ -966,12 +1628,13 @@ static int vfcfg_status_show(struct seq_file *m, void *v)
 		list_for_each_entry(pf, &vfcfg_cur->pfs, node) {
 			seq_printf(m, "%s: %s\n", pf->match,
 				   pf->state[0] ? pf->state : "not applied yet");
+			vfcfg_show_pass(m, pf);
 			/* its VFs are another block's business */
 			if (pf->shadowed)
 				continue;
 			for (i = 0; i < pf->nvf; i++)
 				if (pf->vf[i].keys)
-					vfcfg_show_vf(m, &pf->vf[i], i);
+					vfcfg_show_vf(m, pf, i);
 		}
 	}
 	mutex_unlock(&vfcfg_lock);
@@ -981,10 +1644,8 @@ static int vfcfg_status_show(struct seq_file *m, void *v)
 static ssize_t apply_store(struct kobject *kobj, struct kobj_attribute *attr,
 			   const char *buf, size_t count)
 {
-	mutex_lock(&vfcfg_lock);
-	vfcfg_kick();
-	mutex_unlock(&vfcfg_lock);
-	flush_work(&vfcfg_work);
+	vfcfg_kick_locked(VFCFG_WHY_APPLY);
+	flush_delayed_work(&vfcfg_work);
 	return count;
 }
 
@@ -998,6 +1659,18 @@ static struct attribute *vfcfg_attrs[] = {
 static const struct attribute_group vfcfg_group = {
 	.attrs = vfcfg_attrs,
 };
+
+/* after the notifiers are gone and the work is stopped: nobody adds more */
+static void vfcfg_probed_free(void)
+{
+	struct vfcfg_probed *p, *tmp;
+
+	list_for_each_entry_safe(p, tmp, &vfcfg_probed, node) {
+		list_del(&p->node);
+		pci_dev_put(p->pdev);
+		kfree(p);
+	}
+}
 
 static int __init vfcfg_init(void)
 {
@@ -1014,6 +1687,7 @@ static int __init vfcfg_init(void)
 		ret = -ENOMEM;
 		goto put_kobj;
 	}
+	vfcfg_debugfs_init();
 
 	mutex_lock(&vfcfg_lock);
 	vfcfg_life = VFCFG_LIVE;
@@ -1027,9 +1701,7 @@ static int __init vfcfg_init(void)
 	if (ret)
 		goto unreg_bus;
 
-	mutex_lock(&vfcfg_lock);
-	vfcfg_kick();
-	mutex_unlock(&vfcfg_lock);
+	vfcfg_kick_locked(VFCFG_WHY_LOAD);
 	pr_info("loaded; unloading leaves VFs as they are\n");
 	return 0;
 
@@ -1039,7 +1711,9 @@ dead:
 	mutex_lock(&vfcfg_lock);
 	vfcfg_life = VFCFG_GONE;
 	mutex_unlock(&vfcfg_lock);
-	cancel_work_sync(&vfcfg_work);
+	cancel_delayed_work_sync(&vfcfg_work);
+	vfcfg_probed_free();
+	vfcfg_debugfs_exit();
 	remove_proc_entry(VFCFG_PROC_STATUS, NULL);
 put_kobj:
 	kobject_put(vfcfg_kobj);
@@ -1060,7 +1734,9 @@ static void __exit vfcfg_exit(void)
 	mutex_unlock(&vfcfg_lock);
 	unregister_netdevice_notifier(&vfcfg_netdev_nb);
 	bus_unregister_notifier(&pci_bus_type, &vfcfg_pci_nb);
-	cancel_work_sync(&vfcfg_work);
+	cancel_delayed_work_sync(&vfcfg_work);
+	vfcfg_probed_free();
+	vfcfg_debugfs_exit();
 	remove_proc_entry(VFCFG_PROC_STATUS, NULL);
 	kobject_put(vfcfg_kobj);
 	vfcfg_drop_policy();

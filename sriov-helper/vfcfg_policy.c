@@ -30,6 +30,7 @@ static const char *const vfcfg_keys[VFCFG_K_NR] = {
 	[VFCFG_K_MIN_RATE] = "min_tx_rate",
 	[VFCFG_K_MAX_RATE] = "max_tx_rate",
 	[VFCFG_K_STATE] = "state",
+	[VFCFG_K_QUERY_RSS] = "query_rss",
 	[VFCFG_K_DRIVER] = "driver",
 };
 
@@ -124,13 +125,16 @@ static int vfcfg_vf_key(struct vfcfg_vf *vf, const char *key, const char *val,
 		break;
 	case VFCFG_K_SPOOFCHK:
 	case VFCFG_K_TRUST:
+	case VFCFG_K_QUERY_RSS:
 		if (kstrtobool(val, &b)) {
 			snprintf(err, errlen, "%s: '%s' is not on or off", what, val);
 			ret = -EINVAL;
 		} else if (k == VFCFG_K_SPOOFCHK) {
 			vf->spoofchk = b;
-		} else {
+		} else if (k == VFCFG_K_TRUST) {
 			vf->trust = b;
+		} else {
+			vf->query_rss = b;
 		}
 		break;
 	case VFCFG_K_MIN_RATE:
@@ -181,6 +185,13 @@ static int vfcfg_item(struct vfcfg_block *b, char *item, char *err,
 	int len = 0;
 	char *dot;
 
+	/* the one item without a value: it only ever adds a permission */
+	if (!strcmp(item, "force")) {
+		if (pf->force)
+			goto twice;
+		pf->force = true;
+		return 0;
+	}
 	if (!val || val == item || !val[1]) {
 		snprintf(err, errlen, "'%s': expected key=value", item);
 		return -EINVAL;
@@ -366,6 +377,9 @@ static int vfcfg_finish(struct vfcfg_block *b, char *err, size_t errlen)
 				break;
 			case VFCFG_K_STATE:
 				vf->link_state = b->all.link_state;
+				break;
+			case VFCFG_K_QUERY_RSS:
+				vf->query_rss = b->all.query_rss;
 				break;
 			case VFCFG_K_DRIVER:
 				strscpy(vf->driver, b->all.driver, sizeof(vf->driver));

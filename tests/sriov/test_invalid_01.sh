@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 86
+# checks: 95
 #
 # Every kind of bad policy is refused with its own error, and nothing is
 # half-applied: a bad policy at load time fails the module load (also
@@ -15,8 +15,10 @@
 # zero MACs, duplicate MACs (explicit, derived from mac_base, across PF
 # blocks), VF index beyond numvfs and beyond sriov_totalvfs, numvfs beyond
 # sriov_totalvfs, min rate > max rate, unknown keys, out-of-range VLAN,
-# QoS without VLAN, a key given twice, a missing or malformed PF match, and
-# a multi-PF write whose first block is fine and whose second is not.
+# QoS without VLAN, a key given twice (the bare force keyword too, which
+# takes no value), a query_rss that is not on or off, a missing or
+# malformed PF match, and a multi-PF write whose first block is fine and
+# whose second is not.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 . "$(dirname "$0")/sriov.sh"
 
@@ -73,6 +75,9 @@ two-for-one-pf|pf=0000:01:00.0: two policies for one PF|$P,numvfs=2;$P,numvfs=3
 bad-driver|vf0.driver: 'vfio/pci' is not a driver name|$P,numvfs=2,vf0.driver=vfio/pci
 base-needs-numvfs|mac_base and vf\*.KEY need numvfs|$P,mac_base=02:00:00:00:00:20
 second-block-bad|policy 2: vf0.mac: ff:ff:ff:ff:ff:ff is a multicast address|$P,numvfs=3,vf0.vlan=99;pf=0000:02:00.0,vf0.mac=ff:ff:ff:ff:ff:ff
+force-twice|force: given twice|$P,numvfs=3,force,force
+force-value|force: unknown key|$P,numvfs=3,force=on
+bad-query-rss|vf0.query_rss: 'sometimes' is not on or off|$P,numvfs=2,vf0.query_rss=sometimes
 EOF
 
 # a good write afterwards still works and clears the error
