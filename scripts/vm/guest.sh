@@ -63,7 +63,9 @@ vps_load() {
 		modprobe "$_d" || return 1
 	done
 	rm -f /tmp/.vps-kmemleak-covered
-	insmod "/lib/vps/$_m.ko" "$@"
+	insmod "/lib/vps/$_m.ko" "$@" || return 1
+	# on the console, for a frozen VM's RIP (harness: _vm_frozen_regs)
+	echo "vps: module $_m .text $(cat "/sys/module/$_m/sections/.text" 2>/dev/null)" > /dev/console
 }
 
 # vps_blk_ios DEV: I/Os DEV (sda) has completed or holds in flight

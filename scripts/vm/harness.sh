@@ -344,7 +344,15 @@ vm_run() {
 	rm -f "$dir/frozen"
 	: > "$dir/console.log"
 	local hb=""
-	[ "$VM_NESTED" = 1 ] && hb="vps.heartbeat=$VPS_HEARTBEAT_S"
+	local -a hmp=()
+	if [ "$VM_NESTED" = 1 ]; then
+		hb="vps.heartbeat=$VPS_HEARTBEAT_S"
+		# a frozen host VM's registers say where it stopped (nokaslr:
+		# System.map names a kernel address)
+		rm -f "$dir/hmp.sock" "$dir/frozen-regs"
+		hmp=(-monitor "unix:$dir/hmp.sock,server=on,wait=off")
+		kargs="$kargs nokaslr"
+	fi
 	# shellcheck disable=SC2086
 	timeout -k 10 "$tmo" "$qemu" $VPS_QEMU_FW -accel "$accel" "${cpu[@]}" \
 		-m "$mem" -smp "$VM_SMP" -nographic -nodefaults -no-reboot \
@@ -353,7 +361,7 @@ vm_run() {
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-kernel "$(vm_kernel_image)" -initrd "$rd" \
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 $hb $kargs $VM_CMDLINE ${VPS_VM_CMDLINE:-}" \
-		"${mon[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null &
+		"${mon[@]}" "${hmp[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null &
 	local qpid=$! watch=""
 	if [ -n "$hb" ]; then
 		_vm_watch_heartbeat "$dir" "$qpid" &
@@ -425,12 +433,62 @@ vm_run() {
 # instead of at its timeout, marked "frozen".
 VPS_HEARTBEAT_S=${VPS_HEARTBEAT_S:-10}
 VPS_HEARTBEAT_DEAD=${VPS_HEARTBEAT_DEAD:-180}
+# where a frozen VM's vCPU is: its monitor's registers, twice a second
+# apart (a RIP that moves is a guest loop, one that stays a stuck or a
+# halted vCPU), and whether that is the kernel's text, one of our modules
+# (vps_load prints where each one's text went) or user space (nokaslr:
+# Debian's System.map is a stub, the addresses are fixed)
+_vm_frozen_regs() { # dir
+	python3 - "$1/hmp.sock" "$1/console.log" <<'PY'
+import re, socket, sys, time
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    for _ in range(2):
+        s.sendall(b"info registers\n")
+        time.sleep(1)
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except OSError:
+        pass
+except OSError as e:
+    print("the monitor did not answer: %s" % e)
+    sys.exit(0)
+lines = out.decode(errors="replace").replace("\r", "").split("\n")
+print("\n".join(l for l in lines if l.startswith(("RIP=", "RAX=", "CS =", "CR0=", "EFER="))))
+mods = []
+for l in open(sys.argv[2], errors="replace"):
+    m = re.search(r"vps: module (\S+) \.text 0x([0-9a-f]+)", l)
+    if m:
+        mods.append((int(m.group(2), 16), m.group(1)))
+for rip in sorted(set(re.findall(r"RIP=([0-9a-f]+)", "\n".join(lines)))):
+    a = int(rip, 16)
+    if a < 1 << 63:
+        what = "user space"
+    elif a < 0xffffffffa0000000:
+        what = "kernel text"
+    else:
+        what = "a module"
+        near = [m for m in mods if m[0] <= a < m[0] + (1 << 20)]
+        if near:
+            what = "%s+0x%x" % (max(near)[1], a - max(near)[0])
+    print("RIP %s: %s" % (rip, what))
+PY
+}
+
 _vm_watch_heartbeat() { # dir, pid of the VM's timeout(1)
 	local age
 	while sleep 5; do
 		kill -0 "$2" 2>/dev/null || return 0
 		age=$(( $(date +%s) - $(stat -c %Y "$1/console.log") ))
 		if [ "$age" -ge "$VPS_HEARTBEAT_DEAD" ]; then
+			_vm_frozen_regs "$1" > "$1/frozen-regs" 2>&1
 			echo "$age" > "$1/frozen"
 			kill "$2"
 			return 0
@@ -454,7 +512,7 @@ _vm_nested_tcg_fault() {
 		return 1
 	fi
 	if [ -e "$1/frozen" ]; then
-		echo "froze: console silent for $(cat "$1/frozen") s"
+		echo "froze: console silent for $(cat "$1/frozen") s; $(grep -a '^RIP ' "$1/frozen-regs" 2>/dev/null | tr '\n' ' ' || echo "no registers")"
 		return 0
 	fi
 	# The fault froze an inner guest instead (guest.sh, vps_inner_stuck
