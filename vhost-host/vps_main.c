@@ -609,6 +609,12 @@ static int vps_release(struct inode *inode, struct file *f)
 	list_for_each_entry_safe(req, tmp, &dev->inflight, node)
 		vps_req_free(dev, req);
 	vps_put_owner_refs(dev);
+	/*
+	 * LUNs whose last reference went in the worker are freed by a
+	 * kworker (vps_lun_put): when close returns, their files are closed
+	 * too, as a VMM that removes the device next expects.
+	 */
+	flush_workqueue(vps_free_wq);
 	if (dev->mm)
 		mmdrop(dev->mm);
 	if (dev->owner)
