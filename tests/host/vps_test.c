@@ -1691,11 +1691,17 @@ static int open_ram(void)
 	return 0;
 }
 
-static int do_check(const char *disk, const char *file, const char *ro)
+/* a subcommand's start: guest RAM, an adapter over it, DISK's size */
+static void start_on(const char *disk)
 {
 	open_ram();
 	open_adapter();
 	disk_blocks = vps_sim_blocks(disk);
+}
+
+static int do_check(const char *disk, const char *file, const char *ro)
+{
+	start_on(disk);
 	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0) &&
 	    !attach(1, 0, file, 0, 0) && !attach(2, 0, ro, VPS_LUN_READ_ONLY, 0),
 	    "attach-luns", "%s", strerror(errno));
@@ -1744,9 +1750,7 @@ static int do_close_inflight(const char *disk)
 {
 	uint32_t i;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	if (attach(0, 0, disk, 0, 0))
 		die("attach");
 	for (i = 0; i < 200; i++) {
@@ -1904,9 +1908,7 @@ static int do_remap_inflight(const char *disk)
 	uint32_t i;
 	int e;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
 	for (i = 0; i < 16; i++) {
 		struct cmd w = rw16(0, i * 64, 64, data() + (size_t)i * 32768, 512);
@@ -1952,9 +1954,7 @@ static int do_detach_inflight(const char *disk, const char *cmd)
 	struct cmd c;
 	int e;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	tap(!attach(0, 0, disk, 0, 0) && !attach(0, 1, disk, 0, 0), "attach",
 	    "%s", strerror(errno));
 	for (i = 0; i < 48; i++) {
@@ -2010,9 +2010,7 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 	static struct result res[64];
 	uint32_t i, got, good_n = 0, full = 0, other = 0, n = 16;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	attach_cap = cap;
 	tap(!attach(0, 0, disk, 0, 0), "attach-with-cap", "%s", strerror(errno));
 	for (i = 0; i < n; i++) {
@@ -2046,9 +2044,7 @@ static int do_bench(const char *disk, int qd, double seconds)
 	uint32_t seed = 1, i;
 	double t0, t1;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	if (attach(0, 0, disk, 0, 0))
 		die("attach");
 	if (qd < 1 || qd > 128)
@@ -2251,9 +2247,7 @@ static int do_freeze(const char *file, const char *mnt)
 	double t0;
 	pid_t pid;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(file);
+	start_on(file);
 	tap(!attach(0, 0, file, 0, 0), "attach", "%s", strerror(errno));
 	base = next_ctx;
 	for (i = 0; i < 32; i++) {
@@ -2337,9 +2331,7 @@ static int do_discard_abort(const char *disk)
 	double t0, ms;
 	int e;
 
-	open_ram();
-	open_adapter();
-	disk_blocks = vps_sim_blocks(disk);
+	start_on(disk);
 	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
 	c = cmd_in((uint8_t[]){ 0x12, 0x01, 0xb0, 0, 255, 0 }, 6, 255);
 	e = run(&c, &r);

@@ -185,6 +185,12 @@ QMP
 	# shellcheck disable=SC2086
 	t_match scsi-cd-refused "$($qt $ob -device vhost-pvscsi,id=h -device scsi-cd,bus=h.0,drive=opb 2>&1)" \
 		'only scsi-hd devices'
+	# an identity the module cannot keep (INQUIRY's vendor is 8 characters;
+	# scsi-hd itself would truncate it)
+	# shellcheck disable=SC2086
+	t_match long-vendor-refused "$($qt $ob -device vhost-pvscsi,id=h \
+		-device scsi-hd,bus=h.0,drive=opb,vendor=VENDOR-NINE 2>&1)" \
+		"vendor 'VENDOR-NINE' is longer than the 8 characters"
 	# behind a vIOMMU the module would read the rings at the wrong place
 	t_match viommu-refused "$($qt -machine q35 -device intel-iommu -device vhost-pvscsi 2>&1)" \
 		'behind a vIOMMU'
