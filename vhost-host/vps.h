@@ -137,7 +137,8 @@ struct vps_dev {
 	/*
 	 * The owner's process has exited: everything that reached into its
 	 * memory is gone and every ioctl but the stats is refused.  Written
-	 * under @mutex, once; read locklessly by vps_worker_wake().
+	 * once, under @mutex and io_wait.lock; read by vps_worker_wake(),
+	 * under io_wait.lock from a backing I/O's completion.
 	 */
 	bool owner_gone;
 	struct vps_worker worker;		/* [M] set with the owner */
@@ -205,6 +206,7 @@ struct vps_dev {
 
 	void *scratch;				/* [M] emulation buffer */
 	struct dentry *debugfs;
+	struct work_struct release_work;	/* a release behind a hung LUN */
 	struct vps_stats stats;			/* [M] */
 };
 
@@ -217,7 +219,8 @@ static inline void vps_worker_wake(struct vps_dev *dev)
 {
 	/*
 	 * A killed vhost_task exits: vps_owner_gone() stops every source of
-	 * wake-ups (kick, I/O, ioctls) before it returns to let it go.
+	 * wake-ups (kick, I/O completions, ioctls) before it returns to let
+	 * it go; completions call this under io_wait.lock for that.
 	 */
 	if (dev->worker.vtsk && !READ_ONCE(dev->owner_gone))
 		vhost_task_wake(dev->worker.vtsk);

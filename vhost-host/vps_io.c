@@ -101,12 +101,15 @@ static void vps_iocb_done(struct kiocb *iocb, long ret)
 	if (req->write && !req->lun->is_bdev)
 		kiocb_end_write(iocb);
 	llist_add(&req->done_node, &dev->done);
-	vps_worker_wake(dev);
 	/*
 	 * Last touch of dev: a waiter for io_pending == 0 checks it under the
-	 * same lock, so it cannot free dev before we drop the lock.
+	 * same lock, so it cannot free dev before we drop the lock.  The
+	 * wake-up is under it too: vps_owner_gone() marks the worker gone
+	 * under this lock and then lets it exit without waiting for the
+	 * backing I/O, so no completion may be half way into waking it.
 	 */
 	spin_lock_irqsave(&dev->io_wait.lock, flags);
+	vps_worker_wake(dev);
 	if (atomic_dec_and_test(&dev->io_pending))
 		wake_up_locked(&dev->io_wait);
 	spin_unlock_irqrestore(&dev->io_wait.lock, flags);
@@ -146,19 +149,31 @@ void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
  * and has raised dev->quiesce so that the worker submits nothing new; the
  * mutex is dropped while waiting so completions can run (and another
  * reset can come in and wait too).
+ *
+ * A hung LUN (a suspended dm device, a dead NFS server) makes this wait
+ * last.  @killable: the caller is the VMM's own thread (a reset), and a
+ * fatal signal ends the wait with -EINTR, so that a VMM stuck behind such
+ * a LUN can still be killed; the requests stay marked and the release of
+ * the file waits for them.  Other signals do not end it: QEMU's vCPU
+ * threads take signals all the time, and a reset cannot be half done.
  */
-void vps_io_drain(struct vps_dev *dev)
+int vps_io_drain(struct vps_dev *dev, bool killable)
 {
+	int ret = 0;
+
 	mutex_unlock(&dev->mutex);
-	spin_lock_irq(&dev->io_wait.lock);
-	wait_event_interruptible_locked_irq(dev->io_wait,
-					    !atomic_read(&dev->io_pending));
-	if (atomic_read(&dev->io_pending)) {
-		/* a signal: a reset cannot be half done, wait regardless */
-		spin_unlock_irq(&dev->io_wait.lock);
+	if (killable)
+		ret = wait_event_killable(dev->io_wait,
+					  !atomic_read(&dev->io_pending));
+	else
 		wait_event(dev->io_wait, !atomic_read(&dev->io_pending));
-		spin_lock_irq(&dev->io_wait.lock);
-	}
+	/*
+	 * The completion that brought io_pending to 0 wakes us under
+	 * io_wait.lock: taking it here waits until that completion is done
+	 * with dev (a release may free dev next).
+	 */
+	spin_lock_irq(&dev->io_wait.lock);
 	spin_unlock_irq(&dev->io_wait.lock);
 	mutex_lock(&dev->mutex);
+	return ret;
 }

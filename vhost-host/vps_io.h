@@ -29,6 +29,6 @@ bool vps_target_present(struct vps_dev *dev, u32 target);
 /* vps_io.c: backing I/O; a completion goes on dev->done, for the worker */
 void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
 		   struct iov_iter *iter, loff_t pos, bool fua);
-void vps_io_drain(struct vps_dev *dev);
+int vps_io_drain(struct vps_dev *dev, bool killable);
 
 #endif /* _VPS_IO_H */

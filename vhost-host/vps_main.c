@@ -397,6 +397,7 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 {
 	struct vps_scope s = {};
 	struct vps_reset r;
+	int ret;
 
 	if (copy_from_user(&r, argp, sizeof(r)))
 		return -EFAULT;
@@ -421,7 +422,15 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		vps_consume_cancelling(dev, BTSTAT_BUSRESET, &s);
 	vps_mark_aborted(dev, BTSTAT_BUSRESET, &s);
 	dev->stats.resets++;
-	vps_quiesce_wait(dev);
+	/*
+	 * Behind a hung LUN this waits as long as the LUN hangs, in the
+	 * VMM's vCPU thread: the guest reuses what a reset covers at once,
+	 * so it cannot return earlier.  A fatal signal ends it (the VMM is
+	 * going; the release collects the requests when the LUN comes back).
+	 */
+	ret = vps_quiesce_wait(dev);
+	if (ret)
+		return ret;
 	if (r.kind == VPS_RESET_ADAPTER) {
 		/* the rings are gone: nothing more is written to the guest */
 		vps_drop_rings(dev);
@@ -583,23 +592,16 @@ static int vps_open(struct inode *inode, struct file *f)
 	return 0;
 }
 
-static int vps_release(struct inode *inode, struct file *f)
-{
-	struct vps_dev *dev = f->private_data;
-	struct vps_req *req, *tmp;
+/*
+ * Releases that wait for a hung LUN run here, not in close(): QEMU
+ * closes us from device_del and at exit with its global lock held.
+ */
+static struct workqueue_struct *vps_release_wq;
 
-	debugfs_remove(dev->debugfs);
-	mutex_lock(&dev->mutex);
-	vps_kick_stop(dev);
-	/*
-	 * Nothing more goes to guest memory: on owner exit we may run
-	 * after the owner's mm is gone.  I/O in flight pins guest pages
-	 * and points at our requests, so wait for it.
-	 */
-	vps_drop_rings(dev);
-	dev->quiesce++;		/* for good: dev goes */
-	vps_wait_io(dev);
-	mutex_unlock(&dev->mutex);
+/* the rest of a release, once no backing I/O is in flight */
+static void vps_release_finish(struct vps_dev *dev)
+{
+	struct vps_req *req, *tmp;
 
 	vps_worker_stop(dev);
 	/* the worker is gone; nothing else can touch dev now */
@@ -622,6 +624,50 @@ static int vps_release(struct inode *inode, struct file *f)
 	kfree(dev->scratch);
 	kvfree(dev);
 	atomic_long_dec(&vps_open_devs);
+}
+
+static void vps_release_work(struct work_struct *work)
+{
+	struct vps_dev *dev = container_of(work, struct vps_dev, release_work);
+
+	mutex_lock(&dev->mutex);
+	vps_wait_io(dev);
+	mutex_unlock(&dev->mutex);
+	vps_release_finish(dev);
+	/* vps_exit() destroys the workqueue, which waits for us to return */
+	module_put(THIS_MODULE);
+}
+
+static int vps_release(struct inode *inode, struct file *f)
+{
+	struct vps_dev *dev = f->private_data;
+
+	debugfs_remove(dev->debugfs);
+	mutex_lock(&dev->mutex);
+	vps_kick_stop(dev);
+	/*
+	 * Nothing more goes to guest memory: on owner exit we may run
+	 * after the owner's mm is gone.  I/O in flight pins guest pages
+	 * and points at our requests, so the rest waits for it.
+	 */
+	vps_drop_rings(dev);
+	dev->quiesce++;		/* for good: dev goes */
+	vps_process_done(dev);
+	if (atomic_read(&dev->io_pending)) {
+		/*
+		 * A LUN that does not answer (a suspended dm device, a dead
+		 * NFS server) must not hang the VMM's close: finish when it
+		 * answers.  dev stays counted in the gauges until then.
+		 */
+		mutex_unlock(&dev->mutex);
+		__module_get(THIS_MODULE);
+		INIT_WORK(&dev->release_work, vps_release_work);
+		queue_work(vps_release_wq, &dev->release_work);
+		return 0;
+	}
+	vps_wait_io(dev);
+	mutex_unlock(&dev->mutex);
+	vps_release_finish(dev);
 	return 0;
 }
 
@@ -664,25 +710,32 @@ static int __init vps_init(void)
 	if (!vps_req_cache)
 		return -ENOMEM;
 	vps_free_wq = alloc_workqueue("vhost_pvscsi_free", 0, 0);
-	if (!vps_free_wq) {
-		kmem_cache_destroy(vps_req_cache);
-		return -ENOMEM;
+	vps_release_wq = alloc_workqueue("vhost_pvscsi_release", WQ_UNBOUND, 0);
+	if (!vps_free_wq || !vps_release_wq) {
+		ret = -ENOMEM;
+		goto err;
 	}
 	ret = misc_register(&vps_misc);
-	if (ret) {
-		destroy_workqueue(vps_free_wq);
-		kmem_cache_destroy(vps_req_cache);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	vps_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("gauges", 0444, vps_debugfs, NULL, &vps_gauges_fops);
 	return 0;
+err:
+	if (vps_release_wq)
+		destroy_workqueue(vps_release_wq);
+	if (vps_free_wq)
+		destroy_workqueue(vps_free_wq);
+	kmem_cache_destroy(vps_req_cache);
+	return ret;
 }
 
 static void __exit vps_exit(void)
 {
 	debugfs_remove_recursive(vps_debugfs);
 	misc_deregister(&vps_misc);
+	/* releases still waiting for a hung LUN hold a module reference */
+	destroy_workqueue(vps_release_wq);
 	/* the last LUNs a worker let go of */
 	destroy_workqueue(vps_free_wq);
 	kmem_cache_destroy(vps_req_cache);

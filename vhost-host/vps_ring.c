@@ -785,16 +785,23 @@ int vps_kick_start(struct vps_dev *dev, int fd)
  */
 void vps_wait_io(struct vps_dev *dev)
 {
-	vps_io_drain(dev);
+	vps_io_drain(dev, false);
 	vps_process_done(dev);
 }
 
-/* a reset's wait: consume nothing until the backing I/O has drained */
-void vps_quiesce_wait(struct vps_dev *dev)
+/*
+ * A reset's wait: consume nothing until the backing I/O has drained.
+ * -EINTR when the VMM is being killed meanwhile (vps_io_drain()).
+ */
+int vps_quiesce_wait(struct vps_dev *dev)
 {
+	int ret;
+
 	dev->quiesce++;
-	vps_wait_io(dev);
+	ret = vps_io_drain(dev, true);
+	vps_process_done(dev);
 	dev->quiesce--;
+	return ret;
 }
 
 /* the requests consumed and not yet posted that @s covers get @status */
@@ -889,21 +896,30 @@ void vps_put_owner_refs(struct vps_dev *dev)
  * The owner's process has exited (SIGKILL included).  Let go now of what
  * it gave us and of what reaches into its memory, rather than at the last
  * close: another process may hold the fd (inherited, passed) for as long
- * as it likes.  The rings and the memory table go; the backing I/O in
- * flight, which pins guest pages and points at our requests, is waited
- * for; LUNs and eventfds are put.  Called from the worker with
- * dev->mutex held; after it, nothing wakes the worker and no ioctl but
- * the stats gets through.
+ * as it likes.  The rings and the memory table go; LUNs and eventfds are
+ * put.  The backing I/O in flight is not waited for: it pins the guest
+ * pages it reads into and points at our requests, which stay until the
+ * release of the file collects them; a killed VMM behind a hung LUN
+ * exits now instead of hanging in D until the LUN comes back.  Called
+ * from the worker with dev->mutex held; after it, nothing wakes the
+ * worker and no ioctl but the stats gets through.
  */
 static void vps_owner_gone(struct vps_dev *dev)
 {
 	if (dev->owner_gone)
 		return;
-	/* first: the I/O completions below must not wake the worker */
+	/*
+	 * First: no completion may wake the worker, which exits once we
+	 * return.  Completions wake it under io_wait.lock (vps_io.c), so
+	 * after this one has taken and dropped it none is half way.
+	 */
+	spin_lock_irq(&dev->io_wait.lock);
 	WRITE_ONCE(dev->owner_gone, true);
+	spin_unlock_irq(&dev->io_wait.lock);
 	vps_kick_stop(dev);
 	vps_drop_rings(dev);
-	vps_quiesce_wait(dev);
+	dev->quiesce++;		/* for good: nothing more is submitted */
+	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */
 	vps_drain_backlog(dev);
 	clear_bit(VPS_EV_KICK, &dev->events);

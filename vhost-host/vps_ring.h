@@ -38,7 +38,7 @@ void vps_kick_stop(struct vps_dev *dev);
 
 /* resets, aborts and teardown: waiting for the backing I/O */
 void vps_wait_io(struct vps_dev *dev);
-void vps_quiesce_wait(struct vps_dev *dev);
+int vps_quiesce_wait(struct vps_dev *dev);
 u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 		     const struct vps_scope *s);
 u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,

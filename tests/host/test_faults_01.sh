@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 77
+# checks: 87
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one
@@ -19,7 +19,11 @@
 # max_outstanding module parameter) answers the excess TASK SET FULL.
 # Last, fsfreeze of ext4 under a file LUN (over dm-delay) with writes in
 # flight: the freeze completes in seconds, the thaw lets the held writes
-# through, each completes once and reads back.
+# through, each completes once and reads back.  And a LUN that stops
+# answering (dm suspended) with writes held: a VMM killed while it waits
+# in a reset behind it, and a VMM closing the adapter, both exit at once
+# (QEMU holds its global lock there); the module keeps the adapter until
+# the LUN resumes, then lets everything go.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk dm_mod dm_flakey dm_delay ext4
@@ -68,6 +72,12 @@ t_check dm-delay sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d0 
 # adapter stays open (the last reference went in the worker)
 t_check dm-delay-1 sh -c "echo '0 $S delay /dev/nullb0 0 200' | dmsetup create d1 --noudevsync"
 t_tap detach vps_test detach-inflight /dev/mapper/d1 "dmsetup remove --noudevsync d1"
+# a LUN that stops answering (suspended) with writes held: a VMM killed
+# in a reset behind it and one closing the adapter exit at once; the
+# adapter stays in the gauges until the resume, then goes
+t_check dm-linear-hung sh -c "echo '0 $S linear /dev/nullb1 0' | dmsetup create h0 --noudevsync"
+t_tap hung vps_test hung-lun /dev/mapper/h0 h0
+t_check dm-linear-hung-remove dmsetup remove --noudevsync h0
 # rings dropped by a memory table with READs in flight on the slow LUN
 t_tap remap vps_test remap-inflight /dev/mapper/d0
 # the per-LUN cap: a LUN override of 3, then the module parameter (2)

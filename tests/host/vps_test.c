@@ -10,6 +10,10 @@
  *                                  resets, memory table changes, a killed
  *                                  owner (TAP; DISK is overwritten)
  *   vps_test close-inflight DISK   close the fd with I/O in flight
+ *   vps_test hung-lun DISK DM      DISK (dm device DM) suspended with
+ *                                  writes held: a VMM killed in a reset
+ *                                  and one closing the adapter exit at
+ *                                  once, the module lets go on resume
  *   vps_test faults DISK LBA read|write ON OFF
  *                                  backing errors: LBA fails (reads or
  *                                  writes) between shell commands ON and
@@ -1766,6 +1770,170 @@ static int do_close_inflight(const char *disk)
 	return 0;
 }
 
+/* ---- a LUN that stops answering ----------------------------------------- */
+
+#define GAUGES		"/sys/kernel/debug/vhost_pvscsi/gauges"
+#define HUNG_IOS	16
+
+static int shell(const char *cmd);
+
+static long ms_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void read_gauges(char *buf, size_t len)
+{
+	FILE *f = fopen(GAUGES, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	buf[n] = 0;
+	for (char *c = buf; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	if (f)
+		fclose(f);
+}
+
+/*
+ * The VMM of the hung-lun case: an adapter whose LUN (DISK, the dm
+ * device DM) is suspended with HUNG_IOS writes held in it; says 'r' on
+ * @wfd, then either sits in a bus reset (@mode 0: it waits as long as
+ * the LUN hangs) or closes the adapter and writes how long close() took.
+ */
+static int hung_vmm(const char *disk, const char *dm, int wfd, int mode)
+{
+	char cmd[256];
+	long t0, dt;
+	uint32_t i;
+	int e;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("attach");
+	snprintf(cmd, sizeof(cmd), "dmsetup suspend --noudevsync %s", dm);
+	if (shell(cmd))
+		return 3;
+	for (i = 0; i < HUNG_IOS; i++) {
+		struct cmd c = rw16(1, i * 64, 64, data() + (size_t)i * 32768, 512);
+
+		put_req(&c, next_ctx++, i);
+	}
+	kick();
+	for (i = 0; i < 200 && stats().pinned_pages < HUNG_IOS; i++)
+		usleep(10000);
+	if (stats().pinned_pages < HUNG_IOS)
+		return 4;
+	if (write(wfd, "r", 1) != 1)
+		return 5;
+	if (mode == 0) {
+		e = reset(VPS_RESET_BUS, 0, 0);
+		printf("# the reset returned %d (%s)\n", e, e ? strerror(errno) : "ok");
+		return 6;
+	}
+	t0 = ms_now();
+	close_adapter();
+	dt = ms_now() - t0;
+	return write(wfd, &dt, sizeof(dt)) == sizeof(dt) ? 0 : 7;
+}
+
+/*
+ * A LUN that stops answering with I/O in flight (DM suspended).  A VMM
+ * killed while it waits in a reset behind it exits at once, and a VMM
+ * closing the adapter (QEMU: device_del, or quitting, with its global
+ * lock held) does not wait for it either; the module keeps the adapter
+ * and the writes (the gauges) until the LUN answers again, then lets
+ * everything go.
+ */
+static int do_hung_lun(const char *disk, const char *dm)
+{
+	static const char *const name[] = { "killed-in-reset", "closed" };
+	char g[256], cmd[256], stat_path[64], st[512];
+	int mode, p[2], status, i, reaped;
+	long dt = -1;
+	pid_t pid;
+	char c;
+
+	snprintf(cmd, sizeof(cmd), "dmsetup resume --noudevsync %s", dm);
+	for (mode = 0; mode < 2; mode++) {
+		if (pipe(p))
+			die("pipe");
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			close(p[0]);
+			_exit(hung_vmm(disk, dm, p[1], mode));
+		}
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1) {
+			waitpid(pid, &status, 0);
+			tap(0, name[mode], "the VMM did not get I/O held (exit %d)",
+			    WEXITSTATUS(status));
+			shell(cmd);
+			close(p[0]);
+			continue;
+		}
+		if (mode == 0) {
+			/* in the reset's wait, in the kernel */
+			usleep(500000);
+			snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", pid);
+			{
+				FILE *f = fopen(stat_path, "r");
+				size_t n = f ? fread(st, 1, sizeof(st) - 1, f) : 0;
+
+				st[n] = 0;
+				if (f)
+					fclose(f);
+			}
+			/* D: killable, as now; S: interruptible, as before */
+			tap(waitpid(pid, &status, WNOHANG) == 0 &&
+			    (strstr(st, ") D ") || strstr(st, ") S ")),
+			    "reset-waits-behind-hung-lun", "VMM state: %.40s", st);
+			kill(pid, SIGKILL);
+		} else {
+			struct pollfd pf = { p[0], POLLIN, 0 };
+
+			/* bounded: a close that waits for the LUN waits for us */
+			if (poll(&pf, 1, 3000) == 1 &&
+			    read(p[0], &dt, sizeof(dt)) == sizeof(dt))
+				tap(dt < 1000, "close-returns", "close() took %ld ms", dt);
+			else
+				tap(0, "close-returns", "close() still blocked after 3 s");
+		}
+		close(p[0]);
+		/* it exits, and is reaped, with the LUN still hung */
+		for (i = 0, reaped = 0; i < 50 && !reaped; i++) {
+			reaped = waitpid(pid, &status, WNOHANG) == pid;
+			if (!reaped)
+				usleep(100000);
+		}
+		tap(reaped, mode ? "closed-vmm-exits" : "killed-vmm-exits",
+		    "the VMM still not reaped 5 s later");
+		read_gauges(g, sizeof(g));
+		tap(strstr(g, "open_devices 1 ") && !strstr(g, "requests_in_flight 0 "),
+		    mode ? "closed-adapter-held" : "killed-adapter-held", "%s", g);
+		if (shell(cmd))
+			tap(0, "resume", "dmsetup resume failed");
+		for (i = 0; i < 50; i++) {
+			read_gauges(g, sizeof(g));
+			if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
+				break;
+			usleep(100000);
+		}
+		tap(i < 50, mode ? "closed-let-go-after-resume" : "killed-let-go-after-resume",
+		    "gauges 5 s after the resume: %s", g);
+		if (!reaped)
+			waitpid(pid, &status, 0);
+	}
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 /* ---- injected backing faults ------------------------------------------- */
 
 #define FAULT_SPAN	2048		/* blocks written and checked */
@@ -2380,6 +2548,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "check"))
 		return do_check(argv[2], argv[3], argv[4]);
+	if (argc == 4 && !strcmp(argv[1], "hung-lun"))
+		return do_hung_lun(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "close-inflight"))
 		return do_close_inflight(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
@@ -2403,6 +2573,7 @@ int main(int argc, char **argv)
 		return do_discard_abort(argv[2]);
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
+		"       vps_test hung-lun DISK DM_NAME\n"
 		"       vps_test bench DISK QD SECONDS\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
 		"       vps_test detach-inflight DISK [CMD]\n"
