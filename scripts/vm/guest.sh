@@ -65,7 +65,7 @@ vps_load() {
 	rm -f /tmp/.vps-kmemleak-covered
 	insmod "/lib/vps/$_m.ko" "$@" || return 1
 	# on the console, for a frozen VM's RIP (harness: _vm_frozen_regs)
-	echo "vps: module $_m .text $(cat "/sys/module/$_m/sections/.text" 2>/dev/null)" > /dev/console
+	echo "vps: module $_m .text $(cat "/sys/module/$_m/sections/.text" 2>/dev/null)" > "${VPS_CON:-/dev/console}"
 }
 
 # vps_blk_ios DEV: I/Os DEV (sda) has completed or holds in flight
@@ -237,7 +237,7 @@ vps_inner_start() {
 	# of an inner guest when the host VM itself dies
 	if grep -qw vps.inner_console /proc/cmdline; then
 		( tail -F "/tmp/$_n.console" 2>/dev/null |
-			while IFS= read -r _l; do echo "inner/$_n| $_l"; done > /dev/console ) &
+			while IFS= read -r _l; do echo "inner/$_n| $_l"; done > "${VPS_CON:-/dev/console}" ) &
 	fi
 	vps_wait 10 test -s "/tmp/$_n.console" || true
 }

@@ -343,10 +343,26 @@ vm_run() {
 	: > "$dir/results.log"
 	rm -f "$dir/frozen"
 	: > "$dir/console.log"
-	local hb=""
-	local -a hmp=()
+	local hb="" app=""
+	local -a hmp=() hvc=()
 	if [ "$VM_NESTED" = 1 ]; then
 		hb="vps.heartbeat=$VPS_HEARTBEAT_S"
+		# The script's output, the heartbeat and the results go to
+		# virtio consoles, as an inner guest's do (guest.sh's
+		# vps_inner_start): a tty on an 8250 sends each buffer on a THRE
+		# interrupt, and a writer whose interrupt never comes blocks for
+		# good, the heartbeat with it, in a VM otherwise idle (hlt,
+		# IF=1): the freezes of 1-vCPU host VMs looked exactly so.  A
+		# virtio console's write spins until QEMU has taken the buffer;
+		# no interrupt is waited for.  The kernel's console stays on
+		# ttyS0 (printk polls the 8250); both write one file (append).
+		app=",append=on"
+		hvc=(-device virtio-serial-pci,id=vser,max_ports=2
+			-chardev "file,id=hcon,path=$dir/console.log,append=on"
+			-device virtconsole,bus=vser.0,nr=0,chardev=hcon
+			-chardev "file,id=hres,path=$dir/results.log,append=on"
+			-device virtconsole,bus=vser.0,nr=1,chardev=hres)
+		hb="$hb vps.hvc"
 		# a frozen host VM's registers say where it stopped (nokaslr:
 		# System.map names a kernel address)
 		rm -f "$dir/hmp.sock" "$dir/frozen-regs"
@@ -356,12 +372,12 @@ vm_run() {
 	# shellcheck disable=SC2086
 	timeout -k 10 "$tmo" "$qemu" $VPS_QEMU_FW -accel "$accel" "${cpu[@]}" \
 		-m "$mem" -smp "$VM_SMP" -nographic -nodefaults -no-reboot \
-		-chardev file,id=con,path="$dir/console.log" -serial chardev:con \
-		-chardev file,id=res,path="$dir/results.log" -serial chardev:res \
+		-chardev file,id=con,path="$dir/console.log$app" -serial chardev:con \
+		-chardev file,id=res,path="$dir/results.log$app" -serial chardev:res \
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-kernel "$(vm_kernel_image)" -initrd "$rd" \
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic panic_on_warn=0 $hb $kargs $VM_CMDLINE ${VPS_VM_CMDLINE:-}" \
-		"${mon[@]}" "${hmp[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null &
+		"${mon[@]}" "${hmp[@]}" "${hvc[@]}" "${VM_QEMU[@]}" > "$dir/qemu.log" 2>&1 </dev/null &
 	local qpid=$! watch=""
 	if [ -n "$hb" ]; then
 		_vm_watch_heartbeat "$dir" "$qpid" &
@@ -448,6 +464,8 @@ try:
     for _ in range(2):
         s.sendall(b"info registers\n")
         time.sleep(1)
+    s.sendall(b"info lapic\n")
+    time.sleep(1)
     out = b""
     try:
         while True:
@@ -462,6 +480,15 @@ except OSError as e:
     sys.exit(0)
 lines = out.decode(errors="replace").replace("\r", "").split("\n")
 print("\n".join(l for l in lines if l.startswith(("RIP=", "RAX=", "CS =", "CR0=", "EFER="))))
+# the local APIC: a vector set in IRR with nothing in ISR and IF=1 is an
+# interrupt raised but not taken; an idle IRR with the timer armed is a
+# timer that did not fire
+lapic = False
+for l in lines:
+    if l.startswith("dumping local APIC"):
+        lapic = True
+    if lapic and l.startswith(("LVT", "Timer", "SPIV", "ICR", "ESR", "ISR", "IRR", "APR", "TPR", "PPR", "dumping")):
+        print("lapic: " + l)
 mods = []
 for l in open(sys.argv[2], errors="replace"):
     m = re.search(r"vps: module (\S+) \.text 0x([0-9a-f]+)", l)
@@ -482,6 +509,38 @@ for rip in sorted(set(re.findall(r"RIP=([0-9a-f]+)", "\n".join(lines)))):
 PY
 }
 
+# What the guest cannot show: the emulator's own state of the frozen vCPU,
+# read with gdb from the QEMU process that runs the VM (the hidden flags
+# that gate interrupts: GIF and V_INTR_MASKING in hflags2, the interrupt
+# shadow in hflags, the pending-interrupt bits, the halted flag, the APIC
+# timer's deadline against the virtual clock), and the vCPU thread's
+# stack (asleep in a halt, or running guest code).  Then an NMI through
+# the monitor: a console that speaks again after it was a wake-up lost,
+# one that stays silent is a vCPU that takes nothing.  The run still
+# fails; this only says how.
+_vm_frozen_emu() { # dir, QEMU pid
+	local dir=$1 pid=$2 cpu='((X86CPU *)cpus_queue.tqh_first)' t0
+	[ -n "$pid" ] && command -v gdb > /dev/null || { echo "emu: no gdb or no QEMU pid"; return 0; }
+	timeout 60 gdb -nx -batch -p "$pid" \
+		-ex 'set pagination off' -ex 'set print pretty off' \
+		-ex "printf \"emu: halted=%d interrupt_request=0x%x exit_request=%d icount_decr=0x%x\\n\", $cpu->parent_obj.halted, $cpu->parent_obj.interrupt_request, $cpu->parent_obj.exit_request, $cpu->parent_obj.neg.icount_decr.u32" \
+		-ex "printf \"emu: hflags=0x%x hflags2=0x%x eflags=0x%x int_ctl=0x%x intercept=0x%lx eip=0x%lx\\n\", $cpu->env.hflags, $cpu->env.hflags2, $cpu->env.eflags, $cpu->env.int_ctl, $cpu->env.intercept, $cpu->env.eip" \
+		-ex "printf \"emu: apic timer expire=%ld next_time=%ld vclock=%ld tsc_deadline=%lu lvt_timer=0x%x\\n\", ((APICCommonState *)$cpu->apic_state)->timer->expire_time, ((APICCommonState *)$cpu->apic_state)->next_time, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), $cpu->env.tsc_deadline, ((APICCommonState *)$cpu->apic_state)->lvt[0]" \
+		-ex "printf \"emu: apic irr=%08x%08x isr=%08x%08x tpr=0x%x\\n\", ((APICCommonState *)$cpu->apic_state)->irr[7], ((APICCommonState *)$cpu->apic_state)->irr[6], ((APICCommonState *)$cpu->apic_state)->isr[7], ((APICCommonState *)$cpu->apic_state)->isr[6], ((APICCommonState *)$cpu->apic_state)->tpr" \
+		-ex 'thread apply all bt 6' 2>&1 | grep -E '^emu:|^Thread|^#[0-5] ' | cut -c1-200 | head -60
+	t0=$(stat -c %Y "$dir/console.log")
+	timeout 5 python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect(sys.argv[1])
+s.sendall(b"nmi\n"); time.sleep(1)' "$dir/hmp.sock" 2>/dev/null
+	sleep 15
+	if [ "$(stat -c %Y "$dir/console.log")" -gt "$t0" ]; then
+		echo "emu: after an NMI the console spoke again: $(tail -c 300 "$dir/console.log" | tr -d '\r' | tail -2 | tr '\n' '|')"
+	else
+		echo "emu: after an NMI the console stayed silent"
+	fi
+}
+
 _vm_watch_heartbeat() { # dir, pid of the VM's timeout(1)
 	local age
 	while sleep 5; do
@@ -489,6 +548,7 @@ _vm_watch_heartbeat() { # dir, pid of the VM's timeout(1)
 		age=$(( $(date +%s) - $(stat -c %Y "$1/console.log") ))
 		if [ "$age" -ge "$VPS_HEARTBEAT_DEAD" ]; then
 			_vm_frozen_regs "$1" > "$1/frozen-regs" 2>&1
+			_vm_frozen_emu "$1" "$(pgrep -P "$2" | head -1)" >> "$1/frozen-regs" 2>&1
 			echo "$age" > "$1/frozen"
 			kill "$2"
 			return 0

@@ -115,11 +115,25 @@ echo b > /proc/sysrq-trigger
 GUEST
 # a frozen host VM: its heartbeat stops, the harness stops it long before
 # its timeout
-VPS_HEARTBEAT_DEAD=20 fails_named freeze 'not ok neg-freeze/vm: the VM froze' 'froze: console silent for [0-9]+ s; RIP [0-9a-f]+: kernel text' <<'GUEST'
+# its timeout; the emulator's state of its vCPU is read (gdb on QEMU) and
+# an NMI probes it: this planted freeze is an idle VM that still takes
+# interrupts, so its console speaks again
+freeze_emu_ok() {
+	grep -qE '^emu: halted=[01] interrupt_request=0x[0-9a-f]+' "$1" &&
+		grep -qE '^emu: hflags=0x[0-9a-f]+ hflags2=0x[0-9a-f]+ eflags=0x[0-9a-f]+ ' "$1" &&
+		grep -q '^emu: apic timer expire=' "$1" &&
+		grep -q '^lapic: ' "$1" &&
+		grep -q '^emu: after an NMI the console spoke again' "$1"
+}
+r=$(VPS_HEARTBEAT_DEAD=20 nested_case freeze-emu <<'GUEST'
 t_ok before
 kill "$(cat /tmp/.vps-heartbeat.pid)"
 sleep 600
 GUEST
+)
+said nested-freeze "freeze-emu" "$r $(cat "$VPS_LOGDIR/neg-freeze-emu.$VM_KERNEL/frozen-regs" 2>/dev/null)" \
+	eval 'failed_ok "not ok neg-freeze-emu/vm: the VM froze" "froze: console silent for [0-9]+ s; RIP [0-9a-f]+: kernel text" "$r" &&
+	freeze_emu_ok "$VPS_LOGDIR/neg-freeze-emu.$VM_KERNEL/frozen-regs"'
 # an inner guest that froze with nothing of ours involved (guest.sh,
 # vps_inner_stuck says so: faked here) while the host VM ran on
 fake_inner_frozen() {
