@@ -118,7 +118,8 @@ one_drv() {
 	tail -5 "/tmp/mon-$drv.log"
 }
 one_drv "$DRV"
-sleep 1
+# a release with backing I/O still in flight finishes when it completes
+vps_wait 10 grep -q 'open_devices 0' $g || true
 t_match gauges-zero-after-kill "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 if [ "$EXTRAS" = 1 ]; then
 	# vhostfd=: QEMU uses the descriptor it is given and opens no other
