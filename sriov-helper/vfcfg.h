@@ -110,11 +110,14 @@ struct vfcfg_pf {
 	 * policy was last resolved to: the PCI bus notifier reads it to give
 	 * a new VF its driver override before the VF's driver can probe.
 	 * @shadowed: another block selects the same PF and is applied instead
-	 * (the status shows no VF lines for this one).
+	 * (the status shows no VF lines for this one).  @refused: the last
+	 * pass refused the block for the PF it selects (no SR-IOV, more VFs
+	 * than TotalVFs): the bus notifier gives its VFs no driver override.
 	 */
 	char found[16];
 	char state[2 * VFCFG_ERR_LEN];
 	bool shadowed;
+	bool refused;
 	/*
 	 * Also status, vfcfg_lock: @pass, @why and @full describe the last
 	 * pass that applied this block: its number, the VFCFG_WHY_* bits that

@@ -837,6 +837,13 @@ static void vfcfg_pf_state(struct vfcfg_pf *pf, const char *found,
 	mutex_unlock(&vfcfg_lock);
 }
 
+static void vfcfg_pf_refused(struct vfcfg_pf *pf, bool refused)
+{
+	mutex_lock(&vfcfg_lock);
+	pf->refused = refused;
+	mutex_unlock(&vfcfg_lock);
+}
+
 /* the PF driver is gone and its VFs with it: last results no longer hold */
 static void vfcfg_pf_forget(struct vfcfg_pf *pf)
 {
@@ -1074,6 +1081,7 @@ static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev,
 	if (!pdev->is_physfn || total <= 0) {
 		vfcfg_pf_state(pf, "", "%s has no SR-IOV capability",
 			       pci_name(pdev));
+		vfcfg_pf_refused(pf, true);
 		goto unlock;
 	}
 	/* validated whole before anything is touched */
@@ -1082,8 +1090,10 @@ static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev,
 		vfcfg_pf_state(pf, "", "%s: refused: %s", pci_name(pdev), err);
 		pci_err(pdev, "%s: policy %s refused: %s\n", KBUILD_MODNAME,
 			pf->match, err);
+		vfcfg_pf_refused(pf, true);
 		goto unlock;
 	}
+	vfcfg_pf_refused(pf, false);
 	/* publish the address first: the VFs created below look it up */
 	vfcfg_pf_state(pf, pci_name(pdev), "applying");
 	vr = vfcfg_vfres_alloc(pf);
@@ -1274,6 +1284,9 @@ static void vfcfg_vf_added(struct pci_dev *vf)
 	mutex_lock(&vfcfg_lock);
 	if (vfcfg_cur) {
 		list_for_each_entry(pf, &vfcfg_cur->pfs, node) {
+			/* a refused block touches nothing, its VFs included */
+			if (pf->refused)
+				continue;
 			if (!strcmp(pf->found, pci_name(pdev))) {
 				use = pf;
 				break;

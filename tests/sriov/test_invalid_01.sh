@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 95
+# checks: 100
 #
 # Every kind of bad policy is refused with its own error, and nothing is
 # half-applied: a bad policy at load time fails the module load (also
@@ -18,7 +18,9 @@
 # QoS without VLAN, a key given twice (the bare force keyword too, which
 # takes no value), a query_rss that is not on or off, a missing or
 # malformed PF match, and a multi-PF write whose first block is fine and
-# whose second is not.
+# whose second is not.  Last, a block refused only when its PF's driver
+# came (too many VFs): VFs made by hand afterwards get none of its driver
+# overrides.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 . "$(dirname "$0")/sriov.sh"
 
@@ -85,5 +87,22 @@ t_check good-write-after sh -c "echo '$P,numvfs=2,vf0.mac=02:00:00:00:00:01,vf1.
 t_check good-applied vps_wait 30 grep -q 'vf1: vlan 6 qos 0 802.1Q: ok;' $ST
 t_equal error-cleared "$(grep -c 'last write refused' $ST)" 0
 t_match vf1-vlan6 "$($IP link show eth0 | grep -E '^ +vf 1 ')" 'vlan 6,'
+
+# A block that could only be checked against TotalVFs once the PF's
+# driver came (published while igb was away) is refused by that pass, and
+# refused whole: VFs made by hand afterwards get none of its driver
+# overrides (they did until 2026-12-02: vf0 went to vfio-pci)
+echo 0 > $PF/sriov_numvfs
+rmmod sriov_vfcfg
+rmmod igb
+t_check late-refusal/load vps_load sriov_vfcfg "policy=$P,numvfs=8,vf0.driver=vfio-pci"
+modprobe igb
+vps_wait 20 test -e /sys/class/net/eth0
+t_check late-refusal/refused vps_wait 30 grep -q 'refused: numvfs 8 beyond sriov_totalvfs 7' $ST
+t_equal late-refusal/no-vfs "$(cat $PF/sriov_numvfs)" 0
+t_check late-refusal/by-hand sh -c "echo 2 > $PF/sriov_numvfs"
+vf0=$(readlink -f $PF/virtfn0)
+t_equal late-refusal/no-override "$(cat "$vf0/driver_override" 2>&1)" '(null)'
+echo 0 > $PF/sriov_numvfs
 vps_dmesg_clean dmesg
 GUEST
