@@ -32,6 +32,7 @@
 
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/device.h>
 #include <linux/fault-inject.h>
 #include <linux/if_link.h>
@@ -399,15 +400,32 @@ static bool vfcfg_native(const struct pci_dev *vf, struct device_driver *drv)
  * the policy names for it (pci-stub, uio_pci_generic bound by hand).  The
  * VF's own driver (igbvf) serves only the host, and moving a VF from it is
  * what a policy's driver= is for.  @name gets the bound driver's name.
+ *
+ * @may_wait false (a pass that only reports, holding the PF's lock): a VF
+ * whose device lock stays held for a second (a vfio unbind waiting for its
+ * guest; a bind in progress lets go sooner) is not waited for further; it
+ * counts as in use, "busy".
  */
 static bool vfcfg_vf_in_use(const struct vfcfg_pf *pf, struct pci_dev *vf,
-			    int id, char *name, size_t len)
+			    int id, char *name, size_t len, bool may_wait)
 {
 	const struct vfcfg_vf *want = id >= 0 && id < pf->nvf ? &pf->vf[id] : NULL;
 	struct device_driver *drv;
 	bool ret = false;
 
-	device_lock(&vf->dev);
+	if (!may_wait) {
+		int tries = 50;
+
+		while (!device_trylock(&vf->dev)) {
+			if (!--tries) {
+				strscpy(name, "a driver (busy)", len);
+				return true;
+			}
+			msleep(20);
+		}
+	} else {
+		device_lock(&vf->dev);
+	}
 	drv = vf->dev.driver;
 	if (drv) {
 		strscpy(name, drv->name, len);
@@ -426,7 +444,7 @@ static bool vfcfg_vf_in_use(const struct vfcfg_pf *pf, struct pci_dev *vf,
  * comes or goes meanwhile.
  */
 static int vfcfg_vfs_in_use(const struct vfcfg_pf *pf, struct pci_dev *pdev,
-			    char *desc, size_t len)
+			    char *desc, size_t len, bool may_wait)
 {
 	char name[VFCFG_DRV_LEN];
 	struct pci_dev *vf = NULL;
@@ -441,7 +459,7 @@ static int vfcfg_vfs_in_use(const struct vfcfg_pf *pf, struct pci_dev *pdev,
 		if (!vf->is_virtfn || pci_physfn(vf) != pdev)
 			continue;
 		id = pci_iov_vf_id(vf);
-		if (!vfcfg_vf_in_use(pf, vf, id, name, sizeof(name)))
+		if (!vfcfg_vf_in_use(pf, vf, id, name, sizeof(name), may_wait))
 			continue;
 		if (n++ < 3)
 			off += scnprintf(desc + off, len - off, "%svf%d is bound to %s",
@@ -513,7 +531,8 @@ static int vfcfg_count(struct vfcfg_pf *pf, struct pci_dev *pdev, bool full,
 	char inuse[VFCFG_ERR_LEN];
 	int n, cur = pci_num_vf(pdev);
 
-	n = vfcfg_vfs_in_use(pf, pdev, inuse, sizeof(inuse));
+	/* a pass that only reports does not wait on a VF's lock */
+	n = vfcfg_vfs_in_use(pf, pdev, inuse, sizeof(inuse), full);
 	if (!n)
 		pf->warned_count = false;
 	if (!full) {
@@ -742,7 +761,7 @@ static int vfcfg_vf_driver(struct vfcfg_pf *pf, struct pci_dev *vf, int id,
 	int ret;
 
 	if (!vfcfg_bound_to(vf, name) &&
-	    vfcfg_vf_in_use(pf, vf, id, cur, sizeof(cur))) {
+	    vfcfg_vf_in_use(pf, vf, id, cur, sizeof(cur), true)) {
 		if (!pf->force) {
 			strscpy(bound, cur, VFCFG_DRV_LEN);
 			return VFCFG_RES_IN_USE;
