@@ -87,12 +87,21 @@ static unsigned int vfcfg_why;
  * each with a reference; the list is guarded by vfcfg_lock.  The first
  * pass that applies a block to such a PF may set its VF count and VF
  * drivers: that is "at PF probe", also when an ifname= block matches
- * only once udev has renamed the net device.
+ * only once udev has renamed the net device.  That holds for
+ * probe_window seconds after the bind: a block that comes to match a PF
+ * bound long ago (a rename weeks later) is no probe, and must not remove
+ * the VFs of running guests with force.
  */
 struct vfcfg_probed {
 	struct list_head node;
 	struct pci_dev *pdev;
+	unsigned long bound;		/* jiffies */
 };
+
+static unsigned int vfcfg_probe_window = 120;
+module_param_named(probe_window, vfcfg_probe_window, uint, 0644);
+MODULE_PARM_DESC(probe_window,
+		 "seconds after a PF's driver bound during which a pass counts as at its probe (VF count, drivers); default 120");
 
 static LIST_HEAD(vfcfg_probed);
 
@@ -142,6 +151,7 @@ static void vfcfg_probed_add(struct pci_dev *pdev)
 		p = kmalloc(sizeof(*p), GFP_KERNEL);
 		if (p) {
 			p->pdev = pci_dev_get(pdev);
+			p->bound = jiffies;
 			list_add(&p->node, &vfcfg_probed);
 		} else {
 			pci_err(pdev, "%s: out of memory: its VF count is left as it is\n",
@@ -152,10 +162,14 @@ static void vfcfg_probed_add(struct pci_dev *pdev)
 	mutex_unlock(&vfcfg_lock);
 }
 
-/* forget @pdev's probe; returns whether there was one */
-static bool vfcfg_probed_del(struct pci_dev *pdev)
+/*
+ * Forget @pdev's probe; returns 1 when there was one, bound less than
+ * probe_window seconds ago, -1 for an older one, 0 for none.
+ */
+static int vfcfg_probed_del(struct pci_dev *pdev)
 {
 	struct vfcfg_probed *p;
+	bool recent;
 
 	mutex_lock(&vfcfg_lock);
 	p = vfcfg_probed_find(pdev);
@@ -163,10 +177,12 @@ static bool vfcfg_probed_del(struct pci_dev *pdev)
 		list_del(&p->node);
 	mutex_unlock(&vfcfg_lock);
 	if (!p)
-		return false;
+		return 0;
+	recent = time_before(jiffies, p->bound +
+			     (unsigned long)READ_ONCE(vfcfg_probe_window) * HZ);
 	pci_dev_put(p->pdev);
 	kfree(p);
-	return true;
+	return recent ? 1 : -1;
 }
 
 static bool vfcfg_probed_peek(struct pci_dev *pdev)
@@ -1048,6 +1064,7 @@ static bool vfcfg_lock_pf(struct pci_dev *pdev, const struct vfcfg_pf *pf,
 			  unsigned int *why, bool *full)
 {
 	bool loaded = false;
+	int probed;
 
 	*full = *why & VFCFG_WHY_FULL;
 	if (*full || vfcfg_probed_peek(pdev)) {
@@ -1057,7 +1074,11 @@ static bool vfcfg_lock_pf(struct pci_dev *pdev, const struct vfcfg_pf *pf,
 	device_lock(&pdev->dev);
 	if (!pdev->dev.driver)
 		goto unbound;
-	if (vfcfg_probed_del(pdev)) {
+	probed = vfcfg_probed_del(pdev);
+	if (probed < 0)
+		pci_info(pdev, "%s: its driver bound over %u s ago: this pass is not its probe's\n",
+			 KBUILD_MODNAME, READ_ONCE(vfcfg_probe_window));
+	if (probed > 0) {
 		*full = true;
 		*why |= VFCFG_WHY_PROBE;
 	}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612 61
-# checks: 28
+# checks: 36
 #
 # sriov_vfcfg.ko loaded with a policy before igb (as /etc/modprobe.d would
 # do it): when igb binds the PF, the VFs are created with the configured
@@ -11,7 +11,9 @@
 # failure is reported for that VF only and the rest applies.  max_tx_rate
 # answers EINVAL while the PF link is down and is applied when the carrier
 # comes up.  rmmod igb + modprobe igb re-applies everything.  Unloading
-# sriov_vfcfg leaves the VFs as they are.
+# sriov_vfcfg leaves the VFs as they are.  An ifname= block that comes to
+# match by a rename sets the VF count within probe_window seconds of the
+# PF's bind (udev's rename), not after.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 . "$(dirname "$0")/sriov.sh"
 
@@ -54,5 +56,31 @@ t_check rmmod-vfcfg rmmod sriov_vfcfg
 t_equal unload-keeps-numvfs "$(cat $PF/sriov_numvfs)" 3
 t_match unload-keeps-vf2 "$(vf 2)" 'link/ether 02:aa:bb:cc:dd:ee .*trust on'
 t_match dmesg-unload "$(dmesg | grep sriov_vfcfg | tail -1)" 'unloaded; VFs keep their current configuration'
+
+# The PF probe's leave to set the VF count lasts probe_window seconds
+# after the bind (udev's rename falls inside it): a block that comes to
+# match a PF bound earlier (a rename later on) changes no VF count
+echo 0 > $PF/sriov_numvfs
+rmmod igb
+t_check window/load vps_load sriov_vfcfg 'policy=ifname=late0,numvfs=2'
+echo 3 > /sys/module/sriov_vfcfg/parameters/probe_window
+modprobe igb
+vps_wait 20 test -e /sys/class/net/eth0
+sleep 5
+$IP link set eth0 down
+t_check window/late-rename $IP link set eth0 name late0
+t_check window/late-status vps_wait 20 grep -q 'numvfs 2 not applied (0 VFs)' $ST
+t_equal window/late-no-vfs "$(cat $PF/sriov_numvfs)" 0
+t_match window/late-said "$(dmesg | grep 'not its probe' | tail -1)" 'bound over 3 s ago'
+rmmod igb
+echo 120 > /sys/module/sriov_vfcfg/parameters/probe_window
+modprobe igb
+vps_wait 20 test -e /sys/class/net/eth0
+$IP link set eth0 down
+t_check window/early-rename $IP link set eth0 name late0
+t_check window/early-applied vps_wait 30 grep -q 'late0: 2 VFs' $ST
+t_equal window/early-vfs "$(cat $PF/sriov_numvfs)" 2
+echo 0 > $PF/sriov_numvfs
+rmmod sriov_vfcfg
 vps_dmesg_clean dmesg
 GUEST
