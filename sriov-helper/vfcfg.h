@@ -92,7 +92,7 @@ struct vfcfg_pf {
 	struct list_head node;		/* in vfcfg_set.pfs */
 
 	/* policy: immutable once the set is published */
-	char match[64];			/* the match keys, for messages */
+	char match[80];			/* the match keys, for messages */
 	bool has_addr;
 	u32 domain;
 	u8 bus;
