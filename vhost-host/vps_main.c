@@ -491,6 +491,51 @@ static int vps_set_threshold(struct vps_dev *dev, void __user *argp)
 	return 0;
 }
 
+/*
+ * A test hook (debugfs, root only): "detach" or "reset_device" written
+ * to fail_once makes the next such ioctl of any adapter fail with -EIO,
+ * once.  Nothing else makes them fail from outside, and the VMM's answer
+ * to a failure (the device stays; the guest is told) needs a test.
+ * Bit 0: detach, bit 1: device reset.
+ */
+static unsigned long vps_fail_once;
+
+static bool vps_fail_now(unsigned int cmd, void __user *argp)
+{
+	struct vps_reset r;
+
+	if (!READ_ONCE(vps_fail_once))
+		return false;
+	if (cmd == VPS_DETACH_LUN)
+		return test_and_clear_bit(0, &vps_fail_once);
+	if (cmd == VPS_RESET && !copy_from_user(&r, argp, sizeof(r)) &&
+	    r.kind == VPS_RESET_DEVICE)
+		return test_and_clear_bit(1, &vps_fail_once);
+	return false;
+}
+
+static ssize_t vps_fail_write(struct file *f, const char __user *buf,
+			      size_t len, loff_t *pos)
+{
+	char k[16] = "";
+
+	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
+		return -EFAULT;
+	if (sysfs_streq(k, "detach"))
+		set_bit(0, &vps_fail_once);
+	else if (sysfs_streq(k, "reset_device"))
+		set_bit(1, &vps_fail_once);
+	else
+		return -EINVAL;
+	return len;
+}
+
+static const struct file_operations vps_fail_fops = {
+	.owner	= THIS_MODULE,
+	.write	= vps_fail_write,
+	.llseek	= noop_llseek,
+};
+
 static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct vps_dev *dev = f->private_data;
@@ -515,6 +560,10 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	mutex_lock(&dev->mutex);
 	if (cmd == VHOST_SET_OWNER) {
 		ret = vps_set_owner(dev);
+		goto out;
+	}
+	if (vps_fail_now(cmd, argp)) {
+		ret = -EIO;
 		goto out;
 	}
 	/*
@@ -720,6 +769,7 @@ static int __init vps_init(void)
 		goto err;
 	vps_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("gauges", 0444, vps_debugfs, NULL, &vps_gauges_fops);
+	debugfs_create_file("fail_once", 0200, vps_debugfs, NULL, &vps_fail_fops);
 	return 0;
 err:
 	if (vps_release_wq)

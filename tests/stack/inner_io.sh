@@ -63,6 +63,20 @@ if vps_wait 40 sh -c '! test -b /dev/sdb'; then t_ok hotplug-removed; else t_fai
 wait $bg
 t_equal hotplug-bg-io "$?" 0
 
+# a device reset the host module refuses (the host VM arms its test hook
+# on this mark): pvscsi_mq reads COMMAND_STATUS and fails the reset;
+# vmw_pvscsi does not read it (-N: no escalation to a bus reset).  The
+# next reset goes through.
+echo "VPS-MARK reset-fault"
+sleep 8
+if [ "$DRV" = pvscsi_mq ]; then
+	t_check_fails device-reset-refused sg_reset -N -d /dev/sda
+else
+	sg_reset -N -d /dev/sda
+fi
+echo "VPS-MARK reset-fault-done"
+t_check device-reset-after sg_reset -d /dev/sda
+
 # a host reset (ADAPTER_RESET) under load; fio must still verify
 fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M \
 	--do_verify=1 $v > /tmp/r.log 2>&1 &

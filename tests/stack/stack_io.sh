@@ -84,7 +84,27 @@ one_drv() {
 		mon "drive_add 0 if=none,id=d1,file=$lun1,format=raw,cache.direct=on,read-only=on" "$drv"
 		mon "device_add scsi-hd,bus=hba0.0,drive=d1,scsi-id=1,lun=0,id=hot1,serial=VPS-HOT-0001,vendor=ACME,product=HOTLUN,wwn=0x5000c50015ea71ad" "$drv"
 	fi
-	mark hotplug-del 240 && mon "device_del hot1" "$drv"
+	if mark hotplug-del 240; then
+		# a DETACH_LUN the module refuses (its fail_once test hook):
+		# the unplug fails and says so, the device stays; then it goes
+		echo detach > /sys/kernel/debug/vhost_pvscsi/fail_once
+		mon "device_del hot1" "$drv"
+		mon "qom-list /machine/peripheral" "$drv"
+		t_match "$drv/detach-refused-reported" "$(tail -30 "/tmp/mon-$drv.log" | tr -d '\r' | tr '\n' ' ')" \
+			'could not detach LUN 1:0'
+		t_match "$drv/detach-refused-device-stays" "$(tail -30 "/tmp/mon-$drv.log" | tr -d '\r' | tr '\n' ' ')" \
+			'hot1 \(child<scsi-hd>\)'
+		mon "device_del hot1" "$drv"
+	fi
+	# a device reset the module refuses (the hook again): QEMU's trace
+	# has the error, and pvscsi_mq (which reads COMMAND_STATUS) fails
+	# the reset in the guest (inner_io.sh)
+	if mark reset-fault 240; then
+		echo reset_device > /sys/kernel/debug/vhost_pvscsi/fail_once
+		mark reset-fault-done 60 &&
+			t_match "$drv/reset-refused-traced" "$(grep -a 'vhost_pvscsi_ioctl_error' "/tmp/$drv.qemu" | tail -3 | tr '\n' ' ')" \
+				'RESET device: -5'
+	fi
 	if mark io-running 300; then
 		# I/O is flowing through this guest's adapter when QEMU dies
 		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
