@@ -186,6 +186,5 @@ struct vfcfg_set *vfcfg_parse(const char *text, char *err, size_t errlen);
 void vfcfg_set_put(struct vfcfg_set *set);
 int vfcfg_check_totalvfs(const struct vfcfg_pf *pf, unsigned int total,
 			 char *err, size_t errlen);
-const char *vfcfg_key_name(enum vfcfg_key k);
 
 #endif /* VFCFG_H */

@@ -34,11 +34,6 @@ static const char *const vfcfg_keys[VFCFG_K_NR] = {
 	[VFCFG_K_DRIVER] = "driver",
 };
 
-const char *vfcfg_key_name(enum vfcfg_key k)
-{
-	return vfcfg_keys[k];
-}
-
 /* parse state of one PF block */
 struct vfcfg_block {
 	struct vfcfg_pf *pf;
