@@ -162,11 +162,14 @@ int vps_io_drain(struct vps_dev *dev, bool killable)
 	int ret = 0;
 
 	mutex_unlock(&dev->mutex);
-	if (killable)
-		ret = wait_event_killable(dev->io_wait,
-					  !atomic_read(&dev->io_pending));
-	else
+	if (killable) {
+		/* -ERESTARTSYS: the VMM dies and never sees it; say EINTR */
+		if (wait_event_killable(dev->io_wait,
+					!atomic_read(&dev->io_pending)))
+			ret = -EINTR;
+	} else {
 		wait_event(dev->io_wait, !atomic_read(&dev->io_pending));
+	}
 	/*
 	 * The completion that brought io_pending to 0 wakes us under
 	 * io_wait.lock: taking it here waits until that completion is done
