@@ -370,6 +370,43 @@ err_file:
 	return ret;
 }
 
+/*
+ * A test hook (debugfs, root only): "detach" or "reset_device" written
+ * to fail_once makes the next such ioctl of any adapter fail with -EIO,
+ * once.  Nothing else makes them fail from outside, and the VMM's answer
+ * to a failure (the device stays; the guest is told) needs a test.
+ */
+#define VPS_FAIL_DETACH		0
+#define VPS_FAIL_RESET_DEVICE	1
+static unsigned long vps_fail_once;
+
+static bool vps_fail_now(int what)
+{
+	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
+}
+
+static ssize_t vps_fail_write(struct file *f, const char __user *buf,
+			      size_t len, loff_t *pos)
+{
+	char k[16] = "";
+
+	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
+		return -EFAULT;
+	if (sysfs_streq(k, "detach"))
+		set_bit(VPS_FAIL_DETACH, &vps_fail_once);
+	else if (sysfs_streq(k, "reset_device"))
+		set_bit(VPS_FAIL_RESET_DEVICE, &vps_fail_once);
+	else
+		return -EINVAL;
+	return len;
+}
+
+static const struct file_operations vps_fail_fops = {
+	.owner	= THIS_MODULE,
+	.write	= vps_fail_write,
+	.llseek	= noop_llseek,
+};
+
 static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
 {
 	struct vps_lun_addr a;
@@ -382,6 +419,8 @@ static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
 	lun = dev->luns[a.target][a.lun];
 	if (!lun)
 		return -ENOENT;
+	if (vps_fail_now(VPS_FAIL_DETACH))
+		return -EIO;
 	/* requests in flight keep their reference and complete normally */
 	dev->luns[a.target][a.lun] = NULL;
 	vps_post_msg(dev, PVSCSI_MSG_DEV_REMOVED, a.target, a.lun);
@@ -413,6 +452,8 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 			return -EINVAL;
 		s.target = r.target;
 		s.lun = r.lun;
+		if (vps_fail_now(VPS_FAIL_RESET_DEVICE))
+			return -EIO;
 		break;
 	default:
 		return -EINVAL;
@@ -491,51 +532,6 @@ static int vps_set_threshold(struct vps_dev *dev, void __user *argp)
 	return 0;
 }
 
-/*
- * A test hook (debugfs, root only): "detach" or "reset_device" written
- * to fail_once makes the next such ioctl of any adapter fail with -EIO,
- * once.  Nothing else makes them fail from outside, and the VMM's answer
- * to a failure (the device stays; the guest is told) needs a test.
- * Bit 0: detach, bit 1: device reset.
- */
-static unsigned long vps_fail_once;
-
-static bool vps_fail_now(unsigned int cmd, void __user *argp)
-{
-	struct vps_reset r;
-
-	if (!READ_ONCE(vps_fail_once))
-		return false;
-	if (cmd == VPS_DETACH_LUN)
-		return test_and_clear_bit(0, &vps_fail_once);
-	if (cmd == VPS_RESET && !copy_from_user(&r, argp, sizeof(r)) &&
-	    r.kind == VPS_RESET_DEVICE)
-		return test_and_clear_bit(1, &vps_fail_once);
-	return false;
-}
-
-static ssize_t vps_fail_write(struct file *f, const char __user *buf,
-			      size_t len, loff_t *pos)
-{
-	char k[16] = "";
-
-	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
-		return -EFAULT;
-	if (sysfs_streq(k, "detach"))
-		set_bit(0, &vps_fail_once);
-	else if (sysfs_streq(k, "reset_device"))
-		set_bit(1, &vps_fail_once);
-	else
-		return -EINVAL;
-	return len;
-}
-
-static const struct file_operations vps_fail_fops = {
-	.owner	= THIS_MODULE,
-	.write	= vps_fail_write,
-	.llseek	= noop_llseek,
-};
-
 static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct vps_dev *dev = f->private_data;
@@ -560,10 +556,6 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	mutex_lock(&dev->mutex);
 	if (cmd == VHOST_SET_OWNER) {
 		ret = vps_set_owner(dev);
-		goto out;
-	}
-	if (vps_fail_now(cmd, argp)) {
-		ret = -EIO;
 		goto out;
 	}
 	/*
@@ -647,11 +639,17 @@ static int vps_open(struct inode *inode, struct file *f)
  */
 static struct workqueue_struct *vps_release_wq;
 
-/* the rest of a release, once no backing I/O is in flight */
+/*
+ * The rest of a release: wait for the backing I/O (on a hung LUN, in
+ * vps_release_wq), then free everything.
+ */
 static void vps_release_finish(struct vps_dev *dev)
 {
 	struct vps_req *req, *tmp;
 
+	mutex_lock(&dev->mutex);
+	vps_wait_io(dev);
+	mutex_unlock(&dev->mutex);
 	vps_worker_stop(dev);
 	/* the worker is gone; nothing else can touch dev now */
 	vps_process_done(dev);
@@ -679,9 +677,6 @@ static void vps_release_work(struct work_struct *work)
 {
 	struct vps_dev *dev = container_of(work, struct vps_dev, release_work);
 
-	mutex_lock(&dev->mutex);
-	vps_wait_io(dev);
-	mutex_unlock(&dev->mutex);
 	vps_release_finish(dev);
 	/* vps_exit() destroys the workqueue, which waits for us to return */
 	module_put(THIS_MODULE);
@@ -701,21 +696,18 @@ static int vps_release(struct inode *inode, struct file *f)
 	 */
 	vps_drop_rings(dev);
 	dev->quiesce++;		/* for good: dev goes */
-	vps_process_done(dev);
+	mutex_unlock(&dev->mutex);
 	if (atomic_read(&dev->io_pending)) {
 		/*
 		 * A LUN that does not answer (a suspended dm device, a dead
 		 * NFS server) must not hang the VMM's close: finish when it
 		 * answers.  dev stays counted in the gauges until then.
 		 */
-		mutex_unlock(&dev->mutex);
 		__module_get(THIS_MODULE);
 		INIT_WORK(&dev->release_work, vps_release_work);
 		queue_work(vps_release_wq, &dev->release_work);
 		return 0;
 	}
-	vps_wait_io(dev);
-	mutex_unlock(&dev->mutex);
 	vps_release_finish(dev);
 	return 0;
 }
