@@ -519,14 +519,15 @@ PY
 # one that stays silent is a vCPU that takes nothing.  The run still
 # fails; this only says how.
 _vm_frozen_emu() { # dir, QEMU pid
-	local dir=$1 pid=$2 cpu='((X86CPU *)cpus_queue.tqh_first)' t0
+	local dir=$1 pid=$2 cpu='((X86CPU *)cpus_queue.tqh_first)' apic t0
+	apic="((APICCommonState *)$cpu->apic_state)"
 	[ -n "$pid" ] && command -v gdb > /dev/null || { echo "emu: no gdb or no QEMU pid"; return 0; }
 	timeout 60 gdb -nx -batch -p "$pid" \
 		-ex 'set pagination off' -ex 'set print pretty off' \
 		-ex "printf \"emu: halted=%d interrupt_request=0x%x exit_request=%d icount_decr=0x%x\\n\", $cpu->parent_obj.halted, $cpu->parent_obj.interrupt_request, $cpu->parent_obj.exit_request, $cpu->parent_obj.neg.icount_decr.u32" \
 		-ex "printf \"emu: hflags=0x%x hflags2=0x%x eflags=0x%x int_ctl=0x%x intercept=0x%lx eip=0x%lx\\n\", $cpu->env.hflags, $cpu->env.hflags2, $cpu->env.eflags, $cpu->env.int_ctl, $cpu->env.intercept, $cpu->env.eip" \
-		-ex "printf \"emu: apic timer expire=%ld next_time=%ld vclock=%ld tsc_deadline=%lu lvt_timer=0x%x\\n\", ((APICCommonState *)$cpu->apic_state)->timer->expire_time, ((APICCommonState *)$cpu->apic_state)->next_time, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), $cpu->env.tsc_deadline, ((APICCommonState *)$cpu->apic_state)->lvt[0]" \
-		-ex "printf \"emu: apic irr=%08x%08x isr=%08x%08x tpr=0x%x\\n\", ((APICCommonState *)$cpu->apic_state)->irr[7], ((APICCommonState *)$cpu->apic_state)->irr[6], ((APICCommonState *)$cpu->apic_state)->isr[7], ((APICCommonState *)$cpu->apic_state)->isr[6], ((APICCommonState *)$cpu->apic_state)->tpr" \
+		-ex "printf \"emu: apic timer expire=%ld next_time=%ld vclock=%ld tsc_deadline=%lu lvt_timer=0x%x\\n\", $apic->timer->expire_time, $apic->next_time, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), $cpu->env.tsc_deadline, $apic->lvt[0]" \
+		-ex "printf \"emu: apic irr=%08x%08x isr=%08x%08x tpr=0x%x\\n\", $apic->irr[7], $apic->irr[6], $apic->isr[7], $apic->isr[6], $apic->tpr" \
 		-ex 'thread apply all bt 6' 2>&1 | grep -E '^emu:|^Thread|^#[0-5] ' | cut -c1-200 | head -60
 	t0=$(stat -c %Y "$dir/console.log")
 	timeout 5 python3 -c '
