@@ -58,9 +58,10 @@ module_param(msg_ring_pages, uint, 0444);
 MODULE_PARM_DESC(msg_ring_pages,
 		 "Message ring pages for hot plug, a power of two 1..16, 0 = no message ring (default 1)");
 
-static unsigned int cmd_per_lun = 64;
+/* vmw_pvscsi's default: a guest moved over keeps its queue depth */
+static unsigned int cmd_per_lun = 254;
 module_param(cmd_per_lun, uint, 0444);
-MODULE_PARM_DESC(cmd_per_lun, "Default queue depth per LUN, capped by the ring size (default 64)");
+MODULE_PARM_DESC(cmd_per_lun, "Default queue depth per LUN, capped by the ring size (default 254)");
 
 static bool use_req_threshold = true;
 module_param(use_req_threshold, bool, 0444);
@@ -140,6 +141,13 @@ enum pvscsi_cmd_bits {
 
 struct pvscsi_cmd_priv {
 	unsigned long flags;	/* PVSCSI_CMD_* bits, atomic bitops */
+	/*
+	 * The descriptor's context: tag + 1 in the low half, the submission
+	 * number in the high half, so a late completion of an earlier use of
+	 * the tag is told apart from the current one.  Written before
+	 * PVSCSI_CMD_INFLIGHT is set; read only while it is.
+	 */
+	u64 context;
 };
 
 struct pvscsi_sg_chunk {
@@ -218,8 +226,10 @@ struct pvscsi_adapter {
 	 */
 	spinlock_t submit_lock;
 	u32 req_prod;
+	u32 submit_seq;		/* high half of the next context */
 	u32 kick_pending;	/* PVSCSI_KICK_* not yet rung */
 	bool resetting;		/* host reset owns the rings */
+	bool no_rings;		/* the device refused SETUP_RINGS at reset */
 
 	/* cmp_lock guards cmp_cons and rings_state->cmp_cons_idx */
 	spinlock_t cmp_lock;
@@ -408,8 +418,10 @@ static void pvscsi_kick_locked(struct pvscsi_adapter *a)
 		 * then read the threshold.  Without a full barrier the load
 		 * may pass the store (x86 too), both sides see the old
 		 * value, and a request sits in the ring with no doorbell.
+		 * virt_mb, not smp_mb: the other side is the host, even in a
+		 * guest built without SMP.
 		 */
-		smp_mb();
+		virt_mb();
 		cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
 		threshold = le32_to_cpu(READ_ONCE(a->rings_state->req_call_threshold));
 		if (a->req_prod - cons < threshold) {
@@ -458,6 +470,14 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	last = !rw || (cmd->flags & SCMD_LAST);
 
 	spin_lock_irqsave(&a->submit_lock, flags);
+	if (unlikely(a->no_rings)) {
+		/* nothing would ever complete it: fail it now */
+		spin_unlock_irqrestore(&a->submit_lock, flags);
+		scsi_dma_unmap(cmd);
+		cmd->result = DID_NO_CONNECT << 16;
+		scsi_done(cmd);
+		return 0;
+	}
 	prod = a->req_prod;
 	cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
 	/* a consumer index ahead of us reads as a full ring: wait */
@@ -471,7 +491,8 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 
 	d = &a->req_ring[prod & (a->req_entries - 1)];
 	memset(d, 0, sizeof(*d));
-	d->context = cpu_to_le64((u64)tag + 1);
+	p->context = ((u64)a->submit_seq++ << 32) | (tag + 1);
+	d->context = cpu_to_le64(p->context);
 	d->flags = cpu_to_le32(dir);
 	d->sense_addr = cpu_to_le64(a->sense_dma + (u64)tag * SCSI_SENSE_BUFFERSIZE);
 	d->sense_len = cpu_to_le32(SCSI_SENSE_BUFFERSIZE);
@@ -567,12 +588,20 @@ static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
 	struct pvscsi_cmd_priv *p;
 	struct scsi_cmnd *cmd;
 
-	if (context == 0 || context > a->req_entries)
+	u32 tag1 = lower_32_bits(context);
+
+	if (tag1 == 0 || tag1 > a->req_entries)
 		return NULL;
-	cmd = scsi_host_find_tag(a->shost, (int)(context - 1));
+	cmd = scsi_host_find_tag(a->shost, (int)(tag1 - 1));
 	if (!cmd)
 		return NULL;
 	p = scsi_cmd_priv(cmd);
+	/*
+	 * A completion of an earlier use of this tag (a device that posts
+	 * one twice, or late) must not finish the command using it now.
+	 */
+	if (!test_bit(PVSCSI_CMD_INFLIGHT, &p->flags) || p->context != context)
+		return NULL;
 	if (!test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
 		return NULL;
 	return cmd;
@@ -602,7 +631,7 @@ static void pvscsi_complete_one(struct pvscsi_adapter *a,
 				     context);
 		return;
 	}
-	tag = (u32)context - 1;
+	tag = lower_32_bits(context) - 1;
 	pvscsi_set_result(cmd, le16_to_cpu(e->host_status), sdstat,
 			  le64_to_cpu(e->data_len));
 	if (sdstat == SAM_STAT_CHECK_CONDITION && sense_len)
@@ -927,26 +956,43 @@ struct pvscsi_match {
 	bool any;			/* any at all */
 };
 
+static bool pvscsi_inflight(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
+
+	return test_bit(PVSCSI_CMD_INFLIGHT, &p->flags);
+}
+
+/*
+ * Under cmp_lock: a completion clears the in-flight bit before it calls
+ * scsi_done(), both under that lock.  Seen without it, a clear bit could
+ * belong to a completion still running, and the EH would hand the
+ * command back while scsi_done() is yet to come.
+ */
 static bool pvscsi_pending(struct pvscsi_adapter *a, const struct pvscsi_match *m)
 {
 	struct scsi_cmnd *cmd;
+	unsigned long flags;
+	bool found = false;
 	int tag;
 
-	if (m->cmd)
-		return test_bit(PVSCSI_CMD_INFLIGHT,
-				&((struct pvscsi_cmd_priv *)scsi_cmd_priv(m->cmd))->flags);
+	spin_lock_irqsave(&a->cmp_lock, flags);
+	if (m->cmd) {
+		found = pvscsi_inflight(m->cmd);
+		goto out;
+	}
 	/* EH only: a walk over the tags is fine here, never in the I/O path */
 	for (tag = 0; tag < a->req_entries; tag++) {
 		cmd = scsi_host_find_tag(a->shost, tag);
-		if (!cmd)
-			continue;
-		if (!test_bit(PVSCSI_CMD_INFLIGHT,
-			      &((struct pvscsi_cmd_priv *)scsi_cmd_priv(cmd))->flags))
-			continue;
-		if (m->any || cmd->device == m->sdev)
-			return true;
+		if (cmd && pvscsi_inflight(cmd) &&
+		    (m->any || cmd->device == m->sdev)) {
+			found = true;
+			break;
+		}
 	}
-	return false;
+out:
+	spin_unlock_irqrestore(&a->cmp_lock, flags);
+	return found;
 }
 
 /*
@@ -973,6 +1019,7 @@ static int pvscsi_wait_returned(struct pvscsi_adapter *a,
 static int pvscsi_eh_abort(struct scsi_cmnd *cmd)
 {
 	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
 	struct pvscsi_match m = { .cmd = cmd };
 	struct pvscsi_cmd_abort ab = {};
 	int ret;
@@ -984,7 +1031,7 @@ static int pvscsi_eh_abort(struct scsi_cmnd *cmd)
 		;
 	if (!pvscsi_pending(a, &m))
 		return SUCCESS;
-	ab.context = cpu_to_le64((u64)pvscsi_tag(cmd) + 1);
+	ab.context = cpu_to_le64(p->context);
 	ab.target = cpu_to_le32(cmd->device->id);
 	pvscsi_command(a, PVSCSI_CMD_ABORT_CMD, &ab, sizeof(ab));
 	ret = pvscsi_wait_returned(a, &m);
@@ -1034,7 +1081,7 @@ static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
 	struct scsi_cmnd *c;
 	unsigned long flags;
 	int tag, failed = 0;
-	bool more;
+	bool more, no_rings;
 
 	atomic64_inc(&a->stats.host_resets);
 	shost_printk(KERN_INFO, a->shost, "host reset\n");
@@ -1077,13 +1124,24 @@ static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
 	a->req_prod = 0;
 	spin_unlock_irqrestore(&a->submit_lock, flags);
 
-	if (pvscsi_setup_rings(a))
-		shost_printk(KERN_ERR, a->shost, "the device refused SETUP_RINGS after reset\n");
+	/*
+	 * Without rings nothing submitted could ever complete: until a later
+	 * reset sets them up, commands fail at once and the reset reports
+	 * failure, so the midlayer does not retry into a dead adapter.
+	 */
+	no_rings = pvscsi_setup_rings(a) != 0;
 	spin_lock_irqsave(&a->submit_lock, flags);
+	a->no_rings = no_rings;
 	a->resetting = false;
 	spin_unlock_irqrestore(&a->submit_lock, flags);
 	mutex_unlock(&a->msg_lock);
 	pvscsi_unmask_intr(a);
+	if (no_rings) {
+		shost_printk(KERN_ERR, a->shost,
+			     "host reset failed: the device refused SETUP_RINGS, %d commands failed back\n",
+			     failed);
+		return FAILED;
+	}
 	shost_printk(KERN_INFO, a->shost, "host reset done, %d commands failed back\n",
 		     failed);
 	return SUCCESS;
@@ -1401,11 +1459,29 @@ static void pvscsi_stop_msgs(struct pvscsi_adapter *a)
 	cancel_work_sync(&a->msg_work);
 }
 
+/*
+ * The register window is the first memory BAR large enough for it, not
+ * "BAR 0": a device may place an I/O BAR before it; vmw_pvscsi looks
+ * for the window the same way.
+ */
+static int pvscsi_find_bar(struct pci_dev *pdev)
+{
+	int i;
+
+	for (i = 0; i < PCI_STD_NUM_BARS; i++) {
+		if (!(pci_resource_flags(pdev, i) & IORESOURCE_MEM))
+			continue;
+		if (pci_resource_len(pdev, i) >= PVSCSI_BAR0_SIZE)
+			return i;
+	}
+	return -1;
+}
+
 static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct pvscsi_adapter *a;
 	struct Scsi_Host *shost;
-	int ret;
+	int ret, bar;
 
 	ret = pci_enable_device(pdev);
 	if (ret)
@@ -1415,9 +1491,9 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(32));
 	if (ret)
 		goto out_disable;
-	if (!(pci_resource_flags(pdev, 0) & IORESOURCE_MEM) ||
-	    pci_resource_len(pdev, 0) < PVSCSI_BAR0_SIZE) {
-		dev_err(&pdev->dev, "BAR0 is not a %u-byte MMIO region\n",
+	bar = pvscsi_find_bar(pdev);
+	if (bar < 0) {
+		dev_err(&pdev->dev, "no MMIO BAR of at least %u bytes\n",
 			PVSCSI_BAR0_SIZE);
 		ret = -ENODEV;
 		goto out_disable;
@@ -1446,7 +1522,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&a->msg_work, pvscsi_msg_work);
 
 	if (!pvscsi_inject(a, PVSCSI_FAIL_IOMAP))
-		a->mmio = pci_iomap(pdev, 0, PVSCSI_BAR0_SIZE);
+		a->mmio = pci_iomap(pdev, bar, PVSCSI_BAR0_SIZE);
 	if (!a->mmio)
 		goto out_host;
 	pvscsi_adapter_reset(a);
