@@ -42,6 +42,10 @@
  * this much later (a guest without a full barrier can miss the re-arm).
  */
 #define VPS_RECHECK_MS		5
+/* test knob (debugfs recheck_ms): the stack suite's lost-doorbell stress */
+extern u32 vps_recheck_ms;
+/* test hook (debugfs stale_completions): completions to post twice */
+extern atomic_t vps_stale_left;
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
 
@@ -160,6 +164,10 @@ struct vps_dev {
 	bool recheck;				/* re-armed: look once more */
 	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */
+	/* test hook (debugfs stale_completions): a context to post again */
+	bool stale_armed;
+	u64 stale_ctx;
+	u64 stale_posted;
 	u32 req_entries_log2;
 	u32 cmp_entries_log2;
 	u32 req_cons;				/* our shadow of reqConsIdx */

@@ -51,6 +51,8 @@ MODULE_PARM_DESC(max_outstanding,
  */
 static atomic_long_t vps_open_devs;
 static struct dentry *vps_debugfs;
+u32 vps_recheck_ms = VPS_RECHECK_MS;
+atomic_t vps_stale_left = ATOMIC_INIT(0);
 
 /* ---------------------------------------------------------------------- */
 /* ioctls                                                                 */
@@ -74,6 +76,7 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
 	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu\n",
 		   st->aborts, st->resets, st->msgs, dev->unkicked);
+	seq_printf(m, "stale_posted %llu\n", dev->stale_posted);
 	mutex_unlock(&dev->mutex);
 	return 0;
 }
@@ -194,6 +197,47 @@ err:
 	return ret;
 }
 
+/*
+ * A test hook (debugfs, root only): "detach", "reset_device" or
+ * "setup_rings" written to fail_once makes the next such ioctl of any
+ * adapter fail with -EIO, once.  Nothing else makes them fail from
+ * outside, and the VMM's and the guest's answers to a failure (the
+ * device stays; the guest is told; a host reset fails) need a test.
+ */
+#define VPS_FAIL_DETACH		0
+#define VPS_FAIL_RESET_DEVICE	1
+#define VPS_FAIL_SETUP_RINGS	2
+static unsigned long vps_fail_once;
+
+static bool vps_fail_now(int what)
+{
+	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
+}
+
+static ssize_t vps_fail_write(struct file *f, const char __user *buf,
+			      size_t len, loff_t *pos)
+{
+	char k[16] = "";
+
+	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
+		return -EFAULT;
+	if (sysfs_streq(k, "detach"))
+		set_bit(VPS_FAIL_DETACH, &vps_fail_once);
+	else if (sysfs_streq(k, "reset_device"))
+		set_bit(VPS_FAIL_RESET_DEVICE, &vps_fail_once);
+	else if (sysfs_streq(k, "setup_rings"))
+		set_bit(VPS_FAIL_SETUP_RINGS, &vps_fail_once);
+	else
+		return -EINVAL;
+	return len;
+}
+
+static const struct file_operations vps_fail_fops = {
+	.owner	= THIS_MODULE,
+	.write	= vps_fail_write,
+	.llseek	= noop_llseek,
+};
+
 static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 {
 	struct pvscsi_cmd_setup_rings c;
@@ -211,6 +255,8 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 	if (!vps_pages_ok(nreq, PVSCSI_SETUP_RINGS_MAX_PAGES) ||
 	    !vps_pages_ok(ncmp, PVSCSI_SETUP_RINGS_MAX_PAGES))
 		return -EINVAL;
+	if (vps_fail_now(VPS_FAIL_SETUP_RINGS))
+		return -EIO;
 	dev->ring_cfg = c;
 	ret = vps_map_rings(dev);
 	if (ret) {
@@ -223,6 +269,7 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 	dev->cmp_prod = 0;
 	dev->broken = false;
 	dev->req_threshold = false;
+	dev->stale_armed = false;
 	if (vps_rs_put(&dev->rs->req_cons_idx, 0) ||
 	    vps_rs_put(&dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
 	    vps_rs_put(&dev->rs->cmp_prod_idx, 0) ||
@@ -369,43 +416,6 @@ err_file:
 	fput(file);
 	return ret;
 }
-
-/*
- * A test hook (debugfs, root only): "detach" or "reset_device" written
- * to fail_once makes the next such ioctl of any adapter fail with -EIO,
- * once.  Nothing else makes them fail from outside, and the VMM's answer
- * to a failure (the device stays; the guest is told) needs a test.
- */
-#define VPS_FAIL_DETACH		0
-#define VPS_FAIL_RESET_DEVICE	1
-static unsigned long vps_fail_once;
-
-static bool vps_fail_now(int what)
-{
-	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
-}
-
-static ssize_t vps_fail_write(struct file *f, const char __user *buf,
-			      size_t len, loff_t *pos)
-{
-	char k[16] = "";
-
-	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
-		return -EFAULT;
-	if (sysfs_streq(k, "detach"))
-		set_bit(VPS_FAIL_DETACH, &vps_fail_once);
-	else if (sysfs_streq(k, "reset_device"))
-		set_bit(VPS_FAIL_RESET_DEVICE, &vps_fail_once);
-	else
-		return -EINVAL;
-	return len;
-}
-
-static const struct file_operations vps_fail_fops = {
-	.owner	= THIS_MODULE,
-	.write	= vps_fail_write,
-	.llseek	= noop_llseek,
-};
 
 static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
 {
@@ -762,6 +772,8 @@ static int __init vps_init(void)
 	vps_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("gauges", 0444, vps_debugfs, NULL, &vps_gauges_fops);
 	debugfs_create_file("fail_once", 0200, vps_debugfs, NULL, &vps_fail_fops);
+	debugfs_create_u32("recheck_ms", 0600, vps_debugfs, &vps_recheck_ms);
+	debugfs_create_atomic_t("stale_completions", 0600, vps_debugfs, &vps_stale_left);
 	return 0;
 err:
 	if (vps_release_wq)

@@ -139,15 +139,10 @@ void vps_req_free(struct vps_dev *dev, struct vps_req *req)
 	atomic_long_dec(&vps_inflight_reqs);
 }
 
-/*
- * Post one completion.  Returns false when the completion ring is full:
- * the request stays on the backlog and is retried.
- */
-static bool vps_post(struct vps_dev *dev, struct vps_req *req)
+/* room for one more completion?  (a consumer ahead of us breaks the ring) */
+static bool vps_cmp_room(struct vps_dev *dev)
 {
-	u32 entries = 1u << dev->cmp_entries_log2, cons, slot;
-	struct pvscsi_cmp_desc c = {};
-	void __user *p;
+	u32 entries = 1u << dev->cmp_entries_log2, cons;
 
 	if (vps_rs_get(dev, &dev->rs->cmp_cons_idx, &cons)) {
 		vps_break(dev, "rings state unreadable");
@@ -158,6 +153,80 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 			vps_break(dev, "completion consumer index ahead of producer");
 		return false;
 	}
+	return true;
+}
+
+/* write one completion descriptor and publish it */
+static bool vps_post_desc(struct vps_dev *dev, const struct pvscsi_cmp_desc *c)
+{
+	u32 entries = 1u << dev->cmp_entries_log2, slot;
+	void __user *p;
+
+	slot = dev->cmp_prod & (entries - 1);
+	p = dev->cmp_pages[slot / PVSCSI_CMP_DESCS_PER_PAGE] +
+		(slot % PVSCSI_CMP_DESCS_PER_PAGE) * sizeof(*c);
+	if (copy_to_user(p, c, sizeof(*c))) {
+		vps_break(dev, "completion ring unwritable");
+		return false;
+	}
+	/* the descriptor must be visible before the index that publishes it */
+	smp_wmb();
+	dev->cmp_prod++;
+	if (vps_rs_put(&dev->rs->cmp_prod_idx, dev->cmp_prod)) {
+		vps_break(dev, "rings state unwritable");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The stale_completions test hook: a device that posts a completion
+ * twice, the second time once the guest has given the tag to a new
+ * command (same low 32 bits of the context), while that one is in
+ * flight.  The copy says "selection timeout", as a late completion of a
+ * command the device gave up on would: a guest driver that matched
+ * completions by tag alone would fail the new command with it, and the
+ * test sees that as an I/O error (an early success would go unseen when
+ * the data lands before the guest looks).
+ */
+static void vps_stale_arm(struct vps_dev *dev, u64 context)
+{
+	if (!dev->stale_armed) {
+		dev->stale_ctx = context;
+		dev->stale_armed = true;
+	}
+}
+
+/* counted down here, not when armed: writing 0 disarms at once */
+static void vps_stale_fire(struct vps_dev *dev, u64 context)
+{
+	struct pvscsi_cmp_desc c = {};
+
+	if (lower_32_bits(context) != lower_32_bits(dev->stale_ctx) ||
+	    !vps_cmp_room(dev))
+		return;
+	dev->stale_armed = false;
+	if (!atomic_add_unless(&vps_stale_left, -1, 0))
+		return;
+	c.context = cpu_to_le64(dev->stale_ctx);
+	c.host_status = cpu_to_le16(BTSTAT_SELTIMEO);
+	c.scsi_status = cpu_to_le16(SAM_STAT_GOOD);
+	if (vps_post_desc(dev, &c)) {
+		dev->stale_posted++;
+		dev->need_call = true;
+	}
+}
+
+/*
+ * Post one completion.  Returns false when the completion ring is full:
+ * the request stays on the backlog and is retried.
+ */
+static bool vps_post(struct vps_dev *dev, struct vps_req *req)
+{
+	struct pvscsi_cmp_desc c = {};
+
+	if (!vps_cmp_room(dev))
+		return false;
 
 	if (req->abort_status) {
 		req->host_status = req->abort_status;
@@ -179,21 +248,11 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 			dev->stats.errors_guest++;
 	}
 
-	slot = dev->cmp_prod & (entries - 1);
-	p = dev->cmp_pages[slot / PVSCSI_CMP_DESCS_PER_PAGE] +
-		(slot % PVSCSI_CMP_DESCS_PER_PAGE) * sizeof(c);
-	if (copy_to_user(p, &c, sizeof(c))) {
-		vps_break(dev, "completion ring unwritable");
+	if (!vps_post_desc(dev, &c))
 		return false;
-	}
-	/* the descriptor must be visible before the index that publishes it */
-	smp_wmb();
-	dev->cmp_prod++;
-	if (vps_rs_put(&dev->rs->cmp_prod_idx, dev->cmp_prod)) {
-		vps_break(dev, "rings state unwritable");
-		return false;
-	}
 	dev->stats.completions++;
+	if (unlikely(atomic_read(&vps_stale_left)))
+		vps_stale_arm(dev, req->context);
 	return true;
 }
 
@@ -313,6 +372,8 @@ static bool vps_handle_desc(struct vps_dev *dev,
 		return false;
 	dev->stats.requests++;
 	req->context = le64_to_cpu(d->context);
+	if (unlikely(dev->stale_armed))
+		vps_stale_fire(dev, req->context);
 	req->data_len = le64_to_cpu(d->data_len);
 	req->sense_addr = le64_to_cpu(d->sense_addr);
 	req->sense_len = le32_to_cpu(d->sense_len);
@@ -434,7 +495,8 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 			 * milliseconds later finds what both sides missed.
 			 */
 			WRITE_ONCE(dev->recheck_ns, ktime_get_ns() +
-				   VPS_RECHECK_MS * NSEC_PER_MSEC);
+				   min_t(u32, READ_ONCE(vps_recheck_ms), 60000) *
+				   NSEC_PER_MSEC);
 			WRITE_ONCE(dev->recheck, true);
 			continue;
 		}

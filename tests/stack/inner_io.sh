@@ -87,6 +87,57 @@ wait $r
 t_equal reset-fio-verify "$?" 0
 t_check reset-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v
 
+if [ "$DRV" = pvscsi_mq ]; then
+	st=$(dirname "$(grep -l '^pvscsi_mq$' /sys/class/scsi_host/host*/proc_name | head -1)")/pvscsi
+	# A host reset whose SETUP_RINGS the device refuses (the host VM arms
+	# the module's fail_once hook): the reset fails instead of reporting
+	# success over an adapter without rings, a command fails at once
+	# instead of waiting for a timeout, and the next reset recovers.
+	echo "VPS-MARK setup-fault"
+	sleep 8
+	t_check_fails host-reset-setup-refused sg_reset -N -H /dev/sda
+	t_check_fails io-fails-without-rings timeout 20 dd if=/dev/sda of=/dev/null bs=4k count=1 iflag=direct
+	t_check host-reset-recovers sg_reset -N -H /dev/sda
+	t_check setup-refused-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v
+
+	# Stale completions: the host module posts 10 completions a second
+	# time, each once the tag is in use again, with a selection-timeout
+	# status (its stale_completions hook).  pvscsi_mq must refuse them by
+	# the context's submission number: taken for the tag's new command,
+	# they would fail it, and fio with it (the driver before the number
+	# did: stale-fio-verify failed).
+	# The hook fires during verify-only passes (up to three, until all 10
+	# came): a wrong completion would also show as a verify failure.
+	t_check stale-fio-write fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --do_verify=0 $v
+	b0=$(cat "$st/bogus_completions")
+	echo "VPS-MARK stale-completions"
+	sleep 8
+	stale_verify() {
+		for _i in 1 2 3; do
+			fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --verify_only=1 $v || return 1
+			[ $(( $(cat "$st/bogus_completions") - b0 )) -ge 10 ] && return 0
+		done
+	}
+	t_check stale-fio-verify stale_verify
+	t_equal stale-completions-refused "$(( $(cat "$st/bogus_completions") - b0 ))" 10
+	echo "VPS-MARK stale-completions-done"
+
+	# Lost-doorbell stress: the host module's second look after a re-arm
+	# (recheck_ms) is set to 2 s, so a request whose doorbell pvscsi_mq
+	# skipped wrongly (no full barrier between its req_prod_idx store and
+	# its threshold load) waits 2 s, counted as unkicked by the host VM.
+	# Bursts of a few requests with idle gaps make the device go from
+	# polling to re-armed and back thousands of times.
+	a0=$(cat "$st/aborts")
+	echo "VPS-MARK doorbell-stress"
+	sleep 8
+	t_check doorbell-stress fio --name=d --filename=/dev/sda --rw=randread --bs=4k --iodepth=4 \
+		--thinktime=300 --thinktime_blocks=4 --numjobs=2 --time_based --runtime=20 \
+		--direct=1 --ioengine=libaio --size=64M --offset=64M --output-format=terse --minimal
+	t_equal doorbell-stress-no-aborts "$(cat "$st/aborts")" "$a0"
+	echo "VPS-MARK doorbell-stress-done"
+fi
+
 # the driver unbound and bound again: its remove turns bus mastering off,
 # which stops the adapter's data path (the host VM checks QEMU's trace);
 # what was written before reads back

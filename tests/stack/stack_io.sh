@@ -105,6 +105,26 @@ one_drv() {
 			t_match "$drv/reset-refused-traced" "$(grep -a 'vhost_pvscsi_ioctl_error' "/tmp/$drv.qemu" | tail -3 | tr '\n' ' ')" \
 				'RESET device: -5'
 	fi
+	if [ "$drv" = pvscsi_mq ]; then
+		if mark setup-fault 240; then
+			echo setup_rings > /sys/kernel/debug/vhost_pvscsi/fail_once
+		fi
+		if mark stale-completions 240; then
+			echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
+			mark stale-completions-done 240 &&
+				t_equal "$drv/stale-completions-posted" \
+					"$(awk '/^stale_posted/ {print $2}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 10
+			echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
+		fi
+		if mark doorbell-stress 240; then
+			u0=$(awk '/^aborts/ {print $8}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)
+			echo 2000 > /sys/kernel/debug/vhost_pvscsi/recheck_ms
+			mark doorbell-stress-done 240 &&
+				t_equal "$drv/doorbell-stress-unkicked" \
+					"$(awk '/^aborts/ {print $8 - '"$u0"'}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 0
+			echo 5 > /sys/kernel/debug/vhost_pvscsi/recheck_ms
+		fi
+	fi
 	if mark io-running 300; then
 		# I/O is flowing through this guest's adapter when QEMU dies
 		a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
