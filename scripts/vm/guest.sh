@@ -197,6 +197,12 @@ vps_inner_start() {
 	else
 		echo "inner $_n: no ${_mem} MiB of 2 MiB pages to be had; its RAM is in 4 KiB pages"
 	fi
+	# KERNEL "-": no -kernel; the firmware boots a disk the arguments name
+	# (scripts/mkimage's images carry the command line below themselves)
+	if [ "$_k" != - ]; then
+		set -- -kernel "$_k" -initrd "$_i" \
+			-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc" "$@"
+	fi
 	rm -f "/tmp/$_n.console" "/tmp/$_n.results" "/tmp/$_n.code" "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
 	# its monitor, for vps_inner_threads (where its vCPU is)
 	mkfifo "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
@@ -227,8 +233,7 @@ vps_inner_start() {
 		-chardev file,id=hres,path="/tmp/$_n.results",append=on -device virtconsole,bus=vser.0,nr=1,chardev=hres \
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-name "$_n,debug-threads=on" -chardev pipe,id=vps_imon,path="/tmp/$_n.mon" -mon chardev=vps_imon,mode=readline \
-		-kernel "$_k" -initrd "$_i" \
-		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc" "$@" \
+		"$@" \
 		</dev/null >"/tmp/$_n.qemu" 2>&1
 	  echo $? > "/tmp/$_n.code" ) &
 	echo $! > "/tmp/$_n.pid"
