@@ -22,6 +22,7 @@
 #include <linux/workqueue.h>
 #include <linux/poll.h>
 #include <linux/uio.h>
+#include <linux/bvec.h>
 #include <linux/fs.h>
 #include <linux/sched.h>
 #include <vhost_pvscsi.h>
@@ -103,9 +104,21 @@ struct vps_req {
 	bool write;
 	bool active;			/* counted in lun->outstanding */
 	long ret;			/* backing result */
+	struct vps_bounce *bounce;	/* an unaligned READ/WRITE's pages */
 	u8 sense[VPS_SENSE_LEN];
 	u32 nr_iovs;
 	struct iovec iov[VPS_MAX_IOVS];
+};
+
+/*
+ * O_DIRECT wants every segment aligned to the logical block; a guest's
+ * need not be (OVMF's PvScsiDxe puts its buffer 255 bytes into a page).
+ * Such a READ/WRITE goes through pages of our own, copied from the guest
+ * before a WRITE and to it after a READ, in the worker.
+ */
+struct vps_bounce {
+	u32 nr;
+	struct bio_vec bv[];
 };
 
 /* the requests a reset or an abort covers */
@@ -164,6 +177,7 @@ struct vps_dev {
 	bool recheck;				/* re-armed: look once more */
 	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */
+	u64 bounced;				/* READ/WRITE through bounce pages */
 	/* test hook (debugfs stale_completions): a context to post again */
 	bool stale_armed;
 	u64 stale_ctx;

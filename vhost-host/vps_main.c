@@ -76,7 +76,8 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
 	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu\n",
 		   st->aborts, st->resets, st->msgs, dev->unkicked);
-	seq_printf(m, "stale_posted %llu\n", dev->stale_posted);
+	seq_printf(m, "bounced %llu stale_posted %llu\n", dev->bounced,
+		   dev->stale_posted);
 	mutex_unlock(&dev->mutex);
 	return 0;
 }

@@ -135,6 +135,7 @@ void vps_req_free(struct vps_dev *dev, struct vps_req *req)
 	if (req->active)
 		atomic_dec(&req->lun->outstanding);
 	vps_lun_put(req->lun);
+	vps_bounce_free(req->bounce);
 	kmem_cache_free(vps_req_cache, req);
 	atomic_long_dec(&vps_inflight_reqs);
 }

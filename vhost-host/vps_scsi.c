@@ -173,9 +173,61 @@ static bool vps_iov_aligned(const struct vps_req *req, u32 mask)
 	return true;
 }
 
+void vps_bounce_free(struct vps_bounce *b)
+{
+	u32 i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->nr; i++)
+		__free_page(b->bv[i].bv_page);
+	kvfree(b);
+}
+
+/* pages for @bytes (a multiple of 512, at most VPS_MAX_DATA_LEN) */
+static struct vps_bounce *vps_bounce_alloc(u64 bytes)
+{
+	u32 n = DIV_ROUND_UP(bytes, PAGE_SIZE), i;
+	struct vps_bounce *b;
+
+	b = kvmalloc(struct_size(b, bv, n), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return NULL;
+	for (b->nr = 0; b->nr < n; b->nr++) {
+		i = b->nr;
+		b->bv[i].bv_page = alloc_page(GFP_KERNEL_ACCOUNT);
+		if (!b->bv[i].bv_page) {
+			vps_bounce_free(b);
+			return NULL;
+		}
+		b->bv[i].bv_offset = 0;
+		b->bv[i].bv_len = min_t(u64, PAGE_SIZE, bytes - (u64)i * PAGE_SIZE);
+	}
+	return b;
+}
+
+/* guest segments -> bounce pages, or back; false: a guest page faulted */
+static bool vps_bounce_copy(struct vps_bounce *b, struct iov_iter *guest,
+			    bool to_guest)
+{
+	u32 i;
+	size_t n;
+
+	for (i = 0; i < b->nr; i++) {
+		if (to_guest)
+			n = copy_page_to_iter(b->bv[i].bv_page, 0, b->bv[i].bv_len, guest);
+		else
+			n = copy_page_from_iter(b->bv[i].bv_page, 0, b->bv[i].bv_len, guest);
+		if (n != b->bv[i].bv_len)
+			return false;
+	}
+	return true;
+}
+
 static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
 			    struct vps_lu *lun, const u8 *cdb)
 {
+	struct vps_bounce *b = NULL;
 	u64 lba, bytes;
 	u32 nblk;
 	bool fua = false;
@@ -230,26 +282,40 @@ static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
 		req->host_status = BTSTAT_DATARUN;
 		return VPS_EXEC_DONE;
 	}
-	/* O_DIRECT needs sector-aligned segments: refuse the rest cleanly */
-	if (!vps_iov_aligned(req, (1u << lun->block_shift) - 1) &&
-	    !vps_iov_aligned(req, 511)) {
-		req->host_status = BTSTAT_INVPARAM;
-		dev->stats.errors_guest++;
-		return VPS_EXEC_DONE;
-	}
 	if (atomic_read(&lun->outstanding) >= lun->max_outstanding) {
 		req->host_status = BTSTAT_SUCCESS;
 		req->scsi_status = SAM_STAT_TASK_SET_FULL;
 		return VPS_EXEC_DONE;
+	}
+	iov_iter_init(&iter, req->write ? ITER_SOURCE : ITER_DEST, req->iov,
+		      req->nr_iovs, req->data_len);
+	iov_iter_truncate(&iter, bytes);
+	/* O_DIRECT needs block-aligned segments: bounce the others */
+	if (!vps_iov_aligned(req, (1u << lun->block_shift) - 1) &&
+	    !vps_iov_aligned(req, 511)) {
+		b = vps_bounce_alloc(bytes);
+		if (!b) {
+			/* the guest retries, as for a busy LUN */
+			req->host_status = BTSTAT_SUCCESS;
+			req->scsi_status = SAM_STAT_TASK_SET_FULL;
+			return VPS_EXEC_DONE;
+		}
+		if (req->write && !vps_bounce_copy(b, &iter, false)) {
+			vps_bounce_free(b);
+			req->host_status = BTSTAT_INVPARAM;
+			dev->stats.errors_guest++;
+			return VPS_EXEC_DONE;
+		}
+		req->bounce = b;
+		iov_iter_bvec(&iter, req->write ? ITER_SOURCE : ITER_DEST, b->bv,
+			      b->nr, bytes);
+		dev->bounced++;
 	}
 	atomic_inc(&lun->outstanding);
 	req->active = true;
 	kref_get(&lun->ref);
 	req->lun = lun;
 	req->xfer = bytes;
-	iov_iter_init(&iter, req->write ? ITER_SOURCE : ITER_DEST, req->iov,
-		      req->nr_iovs, req->data_len);
-	iov_iter_truncate(&iter, bytes);
 	vps_submit_io(dev, req, &iter, lba << lun->block_shift, fua);
 	return VPS_EXEC_QUEUED;
 }
@@ -258,7 +324,24 @@ static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
 void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 {
 	long ret = req->ret;
+	struct iov_iter iter;
 
+	/*
+	 * A bounced READ's data goes to the guest now: only from the
+	 * owner's mm (the worker, or the owner's own ioctl); a release in
+	 * another context has nobody to deliver it to.
+	 */
+	if (ret == req->xfer && req->bounce && !req->write) {
+		iov_iter_init(&iter, ITER_DEST, req->iov, req->nr_iovs,
+			      req->data_len);
+		iov_iter_truncate(&iter, req->xfer);
+		if (current->mm != dev->mm ||
+		    !vps_bounce_copy(req->bounce, &iter, true)) {
+			req->host_status = BTSTAT_INVPARAM;
+			dev->stats.errors_guest++;
+			return;
+		}
+	}
 	if (ret == req->xfer) {
 		req->host_status = BTSTAT_SUCCESS;
 		req->scsi_status = SAM_STAT_GOOD;

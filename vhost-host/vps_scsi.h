@@ -23,6 +23,7 @@ enum vps_exec {
 enum vps_exec vps_scsi_execute(struct vps_dev *dev, struct vps_req *req,
 			       const struct pvscsi_req_desc *d);
 void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req);
+void vps_bounce_free(struct vps_bounce *b);
 u32 vps_scsi_extra_weight(const u8 *cdb);
 int vps_lun_probe(struct vps_lu *lun, u32 block_size);
 

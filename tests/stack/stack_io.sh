@@ -113,7 +113,7 @@ one_drv() {
 			echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 			mark stale-completions-done 240 &&
 				t_equal "$drv/stale-completions-posted" \
-					"$(awk '/^stale_posted/ {print $2}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 10
+					"$(awk '/stale_posted/ {print $4}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 10
 			echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 		fi
 		if mark doorbell-stress 240; then
