@@ -144,6 +144,27 @@ fi
 bdf=$(ls "/sys/bus/pci/drivers/$DRV" | grep -m1 ':')
 echo "$bdf" > "/sys/bus/pci/drivers/$DRV/unbind"
 if vps_wait 30 sh -c '! test -b /dev/sda'; then t_ok unbind; else t_fail unbind "sda still there"; fi
+if [ "$DRV" = vmw_pvscsi ]; then
+	# Bus mastering is off now (the unbind turned it off): a SETUP_RINGS
+	# written straight to the registers (COMMAND, then its 132 data
+	# dwords) must be refused, COMMAND_STATUS -1, and the device must
+	# not touch the rings.  The host VM checks QEMU's trace for exactly
+	# this one refusal (a read of -1 alone could be a dead BAR).
+	bar=$(awk 'NR == 1 {print $1}' "/sys/bus/pci/devices/$bdf/resource")
+	fl=$(awk 'NR == 1 {print $3}' "/sys/bus/pci/devices/$bdf/resource")
+	t_equal setup-bar-is-mmio "$((fl & 0x200))" 512
+	# memory decoding on, bus mastering still off (PCI_COMMAND, offset 4)
+	cfg=/sys/bus/pci/devices/$bdf/config
+	pc=$(dd if="$cfg" bs=1 skip=4 count=2 2>/dev/null | od -An -tu2 | tr -d ' ')
+	pc=$(( (pc | 2) & ~4 ))
+	# shellcheck disable=SC2059
+	printf "\\$(printf %o $((pc & 255)))\\$(printf %o $((pc >> 8)))" |
+		dd of="$cfg" bs=1 seek=4 count=2 conv=notrunc 2>/dev/null
+	devmem $((bar)) 32 3
+	i=0
+	while [ $i -lt 132 ]; do devmem $((bar + 4)) 32 0; i=$((i + 1)); done
+	t_equal setup-refused-without-bus-master "$(devmem $((bar + 8)) 32)" 0xFFFFFFFF
+fi
 echo "$bdf" > "/sys/bus/pci/drivers/$DRV/bind"
 if vps_wait 30 test -b /dev/sda; then t_ok rebind; else t_fail rebind "no sda after bind"; fi
 t_check rebind-verify-only fio --name=r --filename=/dev/sda --rw=randwrite --iodepth=16 --size=16M --offset=160M --verify_only=1 $v

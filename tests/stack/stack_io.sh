@@ -147,7 +147,11 @@ one_drv() {
 	# and no ring setup came while it was off (SeaBIOS's included)
 	t_match "$drv/bus-master-off-on" "$(grep -o 'bus mastering [01]' "/tmp/$drv.qemu" | tr '\n' ' ')" \
 		'bus mastering 0 bus mastering 1 $'
-	t_equal "$drv/no-setup-without-bus-master" "$(grep -c 'refused: bus mastering is off' "/tmp/$drv.qemu")" 0
+	# (but the one vmw_pvscsi's inner guest writes to the registers itself,
+	# unbound, to see it refused: inner_io.sh)
+	want=0
+	[ "$drv" = vmw_pvscsi ] && want=1
+	t_equal "$drv/no-setup-without-bus-master" "$(grep -c 'SETUP_RINGS refused: bus mastering is off' "/tmp/$drv.qemu")" $want
 	# the adapter a killed QEMU held is released (its debugfs file goes
 	# with it)
 	if vps_wait 20 sh -c "! ls /sys/kernel/debug/vhost_pvscsi/adapter-$pid-* >/dev/null 2>&1"; then

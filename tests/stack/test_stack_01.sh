@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 70
+# checks: 72
 #
 # The full stack with the unmodified guest's driver: in-tree vmw_pvscsi
 # in a KVM guest on -device vhost-pvscsi, nested in a host VM that loads
