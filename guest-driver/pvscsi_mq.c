@@ -585,10 +585,9 @@ static void pvscsi_set_result(struct scsi_cmnd *cmd, u16 btstat, u16 sdstat,
 /* Find the in-flight command behind a device-supplied context, or NULL. */
 static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
 {
+	u32 tag1 = lower_32_bits(context);
 	struct pvscsi_cmd_priv *p;
 	struct scsi_cmnd *cmd;
-
-	u32 tag1 = lower_32_bits(context);
 
 	if (tag1 == 0 || tag1 > a->req_entries)
 		return NULL;
@@ -600,9 +599,8 @@ static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
 	 * A completion of an earlier use of this tag (a device that posts
 	 * one twice, or late) must not finish the command using it now.
 	 */
-	if (!test_bit(PVSCSI_CMD_INFLIGHT, &p->flags) || p->context != context)
-		return NULL;
-	if (!test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+	if (p->context != context ||
+	    !test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
 		return NULL;
 	return cmd;
 }

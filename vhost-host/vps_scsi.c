@@ -187,21 +187,22 @@ void vps_bounce_free(struct vps_bounce *b)
 /* pages for @bytes (a multiple of 512, at most VPS_MAX_DATA_LEN) */
 static struct vps_bounce *vps_bounce_alloc(u64 bytes)
 {
-	u32 n = DIV_ROUND_UP(bytes, PAGE_SIZE), i;
+	u32 n = DIV_ROUND_UP(bytes, PAGE_SIZE);
 	struct vps_bounce *b;
+	struct page *pg;
 
 	b = kvmalloc(struct_size(b, bv, n), GFP_KERNEL_ACCOUNT);
 	if (!b)
 		return NULL;
+	/* nr counts the pages held, for vps_bounce_free() on the way out */
 	for (b->nr = 0; b->nr < n; b->nr++) {
-		i = b->nr;
-		b->bv[i].bv_page = alloc_page(GFP_KERNEL_ACCOUNT);
-		if (!b->bv[i].bv_page) {
+		pg = alloc_page(GFP_KERNEL_ACCOUNT);
+		if (!pg) {
 			vps_bounce_free(b);
 			return NULL;
 		}
-		b->bv[i].bv_offset = 0;
-		b->bv[i].bv_len = min_t(u64, PAGE_SIZE, bytes - (u64)i * PAGE_SIZE);
+		bvec_set_page(&b->bv[b->nr], pg,
+			      min_t(u64, PAGE_SIZE, bytes - (u64)b->nr * PAGE_SIZE), 0);
 	}
 	return b;
 }

@@ -135,6 +135,27 @@ _vm_resolve_modules() {
 	done | sed "s|^$root/lib/modules/$rel/||" | awk '!seen[$0]++'
 }
 
+# _vm_install_modules ROOT NAME...: the named in-tree modules and their
+# dependencies, decompressed, into ROOT/lib/modules/<rel>, then depmod
+# (our own .ko files, if any, are put under it by the caller first)
+_vm_install_modules() {
+	local st=$1 rel root m
+	shift
+	rel=$(_vm_krel)
+	root=$(_vm_kroot)
+	mkdir -p "$st/lib/modules/$rel"
+	_vm_resolve_modules "$@" | while read -r m; do
+		mkdir -p "$st/lib/modules/$rel/$(dirname "$m")"
+		case "$m" in
+		*.xz) xz -dc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.xz}" ;;
+		*.zst) zstd -qdc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.zst}" ;;
+		*) cp "$root/lib/modules/$rel/$m" "$st/lib/modules/$rel/$m" ;;
+		esac
+	done
+	cp "$root/lib/modules/$rel"/modules.{order,builtin,builtin.modinfo} "$st/lib/modules/$rel/" 2>/dev/null || true
+	depmod -b "$st" "$rel"
+}
+
 # the build machine's binary for a name: fio is scripts/build-fio's (the
 # engines test VMs use, none of Debian's fio's 89 MB of libraries),
 # scsi_id udev's as scripts/setup unpacked it
@@ -168,9 +189,8 @@ _vm_copy_bin() {
 
 # the cached base initramfs for the current config; prints its path
 _vm_base() {
-	local rel root key out st mods m b
+	local rel key out st mods m b
 	rel=$(_vm_krel)
-	root=$(_vm_kroot)
 	mods=$( { printf '%s\n' "${VM_MODULES[@]}" "${VM_INCLUDE[@]}"
 		for m in "${VM_OURS[@]}"; do
 			modinfo -F depends "$(_vm_our_ko "$m")" | tr ',' '\n'
@@ -193,18 +213,8 @@ _vm_base() {
 			ln -sf /usr/bin/kmod "$st/sbin/$b"
 		done
 		for b in "${VM_BINS[@]}"; do _vm_copy_bin "$st" "$b"; done
-		mkdir -p "$st/lib/modules/$rel"
 		# shellcheck disable=SC2086
-		_vm_resolve_modules $mods | while read -r m; do
-			mkdir -p "$st/lib/modules/$rel/$(dirname "$m")"
-			case "$m" in
-			*.xz) xz -dc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.xz}" ;;
-			*.zst) zstd -qdc "$root/lib/modules/$rel/$m" > "$st/lib/modules/$rel/${m%.zst}" ;;
-			*) cp "$root/lib/modules/$rel/$m" "$st/lib/modules/$rel/$m" ;;
-			esac
-		done
-		cp "$root/lib/modules/$rel"/modules.{order,builtin,builtin.modinfo} "$st/lib/modules/$rel/" 2>/dev/null || true
-		depmod -b "$st" "$rel"
+		_vm_install_modules "$st" $mods
 		cp "$VPS_TOP/scripts/vm/init" "$st/init"
 		chmod +x "$st/init"
 		mkdir -p "$(dirname "$out")"

@@ -506,6 +506,55 @@ static void pattern(uint8_t *buf, uint64_t lba, uint32_t nblk, uint32_t seed)
 		}
 }
 
+/*
+ * One SG round trip at LBA 1000: write a pattern from the @n buffers of
+ * @lens bytes through an SG list, read it back flat into @rd, then clear
+ * the buffers and read it back through the same list.  The caller judges.
+ */
+struct sg_trip {
+	int write_e, flat_e, sg_e;	/* run() results */
+	struct result write, flat, sg;
+	int flat_same;			/* the flat read-back is the pattern */
+	uint32_t sg_bad;		/* buffers the SG read got wrong */
+};
+
+static struct sg_trip sg_round_trip(uint8_t *const *bufs, const uint32_t *lens,
+				    uint32_t n, uint8_t *src, uint8_t *rd,
+				    uint32_t seed)
+{
+	struct pvscsi_sg_element *sg = page(P_SG);
+	struct sg_trip t = {};
+	uint32_t k, i, total = 0;
+	struct cmd c;
+
+	for (k = 0; k < n; k++) {
+		sg[k].addr = gpa(bufs[k]);
+		sg[k].length = lens[k];
+		sg[k].flags = 0;
+		total += lens[k];
+	}
+	pattern(src, 1000, total / 512, seed);
+	for (k = 0, i = 0; k < n; i += lens[k], k++)
+		memcpy(bufs[k], src + i, lens[k]);
+	c = rw16(1, 1000, total / 512, NULL, 512);
+	c.data_gpa = gpa(sg);
+	c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+	t.write_e = run(&c, &t.write);
+	memset(rd, 0, total);
+	c = rw16(0, 1000, total / 512, rd, 512);
+	t.flat_e = run(&c, &t.flat);
+	t.flat_same = !memcmp(rd, src, total);
+	for (k = 0; k < n; k++)
+		memset(bufs[k], 0, lens[k]);
+	c = rw16(0, 1000, total / 512, NULL, 512);
+	c.data_gpa = gpa(sg);
+	c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
+	t.sg_e = run(&c, &t.sg);
+	for (k = 0, i = 0; k < n; i += lens[k], k++)
+		t.sg_bad += !!memcmp(bufs[k], src + i, lens[k]);
+	return t;
+}
+
 /* the checks ---------------------------------------------------------------- */
 
 static uint64_t disk_blocks;
@@ -706,45 +755,19 @@ static void check_integrity(void)
 
 	/* SG lists whose elements split blocks across scattered pages */
 	{
-		struct pvscsi_sg_element *sg = page(P_SG);
-		uint32_t lens[] = { 1536, 2560, 512, 3584, 4096, 1024, 3072 };
-		uint32_t total = 0, k;
-		uint8_t *src = data() + (8u << 20);
+		static const uint32_t lens[] = { 1536, 2560, 512, 3584, 4096, 1024, 3072 };
+		uint8_t *bufs[7];
+		struct sg_trip t;
+		uint32_t k;
 
-		for (k = 0; k < 7; k++) {
-			uint8_t *buf = data() + (12u << 20) + k * 3 * PG + (k % 4) * 512;
-
-			sg[k].addr = gpa(buf);
-			sg[k].length = lens[k];
-			sg[k].flags = 0;
-			total += lens[k];
-		}
-		pattern(src, 1000, total / 512, seed + 1);
-		for (k = 0, i = 0; k < 7; k++) {
-			memcpy(ram + (sg[k].addr - GPA_BASE), src + i, lens[k]);
-			i += lens[k];
-		}
-		c = rw16(1, 1000, total / 512, NULL, 512);
-		c.data_gpa = gpa(sg);
-		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
-		e = run(&c, &r);
-		memset(rd, 0, total);
-		c = rw16(0, 1000, total / 512, rd, 512);
-		run(&c, &r);
-		tap(!e && good(&r) && !memcmp(rd, src, total), "integrity-sg-write",
-		    "e %d host %x", e, r.host);
-		/* and read back through the same SG list */
 		for (k = 0; k < 7; k++)
-			memset(ram + (sg[k].addr - GPA_BASE), 0, lens[k]);
-		c = rw16(0, 1000, total / 512, NULL, 512);
-		c.data_gpa = gpa(sg);
-		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
-		e = run(&c, &r);
-		for (k = 0, i = 0, bad = 0; k < 7; k++) {
-			bad += !!memcmp(ram + (sg[k].addr - GPA_BASE), src + i, lens[k]);
-			i += lens[k];
-		}
-		tap(!e && good(&r) && !bad, "integrity-sg-read", "e %d bad %u", e, bad);
+			bufs[k] = data() + (12u << 20) + k * 3 * PG + (k % 4) * 512;
+		t = sg_round_trip(bufs, lens, 7, data() + (8u << 20), rd, seed + 1);
+		tap(!t.write_e && good(&t.write) && !t.flat_e && good(&t.flat) && t.flat_same,
+		    "integrity-sg-write", "e %d host %x", t.write_e, t.write.host);
+		/* and read back through the same SG list */
+		tap(!t.sg_e && good(&t.sg) && !t.sg_bad, "integrity-sg-read", "e %d bad %u",
+		    t.sg_e, t.sg_bad);
 	}
 
 	/* FUA write */
@@ -922,42 +945,21 @@ static void check_hostile(void)
 	 */
 	{
 		static const uint32_t ul[4] = { 100, 924, 3000, 4168 };
-		uint8_t *src = data() + (20u << 20), *rd = data() + (24u << 20);
-		uint32_t k, i, tot = 0, bad = 0;
+		uint8_t *bufs[4], *src = data() + (20u << 20);
+		struct sg_trip t;
 		struct result r;
+		uint32_t k;
 		int e;
 
-		for (k = 0; k < 4; k++) {
-			sg[k].addr = gpa(data() + (16u << 20) + k * 3 * PG + 36 + k * 7);
-			sg[k].length = ul[k];
-			sg[k].flags = 0;
-			tot += ul[k];
-		}
-		pattern(src, 1000, tot / 512, 77);
-		for (k = 0, i = 0; k < 4; k++) {
-			memcpy(ram + (sg[k].addr - GPA_BASE), src + i, ul[k]);
-			i += ul[k];
-		}
-		c = rw16(1, 1000, tot / 512, NULL, 512);
-		c.data_gpa = gpa(sg);
-		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
-		CHECK_GOOD("sg-misaligned-write", c);
-		memset(rd, 0, tot);
-		c = rw16(0, 1000, tot / 512, rd, 512);
-		e = run(&c, &r);
-		tap(!e && good(&r) && !memcmp(rd, src, tot), "sg-misaligned-write-data",
-		    "e %d host 0x%x", e, r.host);
 		for (k = 0; k < 4; k++)
-			memset(ram + (sg[k].addr - GPA_BASE), 0, ul[k]);
-		c = rw16(0, 1000, tot / 512, NULL, 512);
-		c.data_gpa = gpa(sg);
-		c.flags |= PVSCSI_FLAG_CMD_WITH_SG_LIST;
-		e = run(&c, &r);
-		for (k = 0, i = 0; k < 4; k++) {
-			bad += !!memcmp(ram + (sg[k].addr - GPA_BASE), src + i, ul[k]);
-			i += ul[k];
-		}
-		tap(!e && good(&r) && !bad, "sg-misaligned-read-data", "e %d bad %u", e, bad);
+			bufs[k] = data() + (16u << 20) + k * 3 * PG + 36 + k * 7;
+		t = sg_round_trip(bufs, ul, 4, src, data() + (24u << 20), 77);
+		tap(!t.write_e && good(&t.write), "sg-misaligned-write",
+		    "run %d host 0x%x scsi 0x%x", t.write_e, t.write.host, t.write.scsi);
+		tap(!t.flat_e && good(&t.flat) && t.flat_same, "sg-misaligned-write-data",
+		    "e %d host 0x%x", t.flat_e, t.flat.host);
+		tap(!t.sg_e && good(&t.sg) && !t.sg_bad, "sg-misaligned-read-data",
+		    "e %d bad %u", t.sg_e, t.sg_bad);
 		/* one flat buffer 255 bytes into a page, as PvScsiDxe's */
 		c = rw16(0, 1000, 8, data() + (28u << 20) + 255, 512);
 		e = run(&c, &r);
