@@ -166,6 +166,7 @@ enum {
 	VFCFG_WHY_CARRIER	= BIT(6),	/* PF carrier up, also after a PF reset */
 	VFCFG_WHY_VF		= BIT(7),	/* a VF driver bound: after its reset/FLR */
 	VFCFG_WHY_RETRY		= BIT(8),	/* a driver answered busy */
+	VFCFG_WHY_RESYNC	= BIT(9),	/* periodic: a VF attribute reads back different */
 	VFCFG_WHY_FULL		= VFCFG_WHY_LOAD | VFCFG_WHY_POLICY | VFCFG_WHY_APPLY,
 };
 

@@ -14,8 +14,10 @@
  * unless the block says "force".  Every other event (the PF's net device
  * up or renamed, its carrier up, a VF driver bound) re-applies the VF
  * attributes only, through the PF's ndo_set_vf_*, retried with backoff
- * while the driver answers busy.  A new VF gets its driver override from a
- * PCI bus notifier that runs before it can probe.  A PF that is not PCI
+ * while the driver answers busy; so does a periodic drift check (resync=),
+ * for a VF reset that sends no event, but only what reads back different.
+ * A new VF gets its driver override from a PCI bus notifier that runs
+ * before it can probe.  A PF that is not PCI
  * (netdevsim) gets the VF attributes only, on the VFs it has.  Results per
  * PF and VF are in /proc/driver/sriov_vfcfg (a seq_file: sysfs would cut
  * them at one page).
@@ -104,6 +106,18 @@ MODULE_PARM_DESC(probe_window,
 
 static LIST_HEAD(vfcfg_probed);
 
+/*
+ * Seconds between drift checks; 0: none.  A VF reset or FLR through sysfs
+ * with the VF's driver bound sends no event, and some PF drivers (i40e,
+ * ice) forget the VF's settings in it; igb restores them itself.  A check
+ * reads every VF's settings back and sets again only what differs.
+ * Guarded by vfcfg_lock.
+ */
+static unsigned int vfcfg_resync = 30;
+
+static void vfcfg_resync_tick(struct work_struct *work);
+static DECLARE_DELAYED_WORK(vfcfg_resync_work, vfcfg_resync_tick);
+
 /* number of the running or last pass; owned by the work */
 static u32 vfcfg_passes;
 
@@ -129,6 +143,61 @@ static void vfcfg_kick_locked(unsigned int why)
 	vfcfg_kick(why);
 	mutex_unlock(&vfcfg_lock);
 }
+
+/* (re)arm the next drift check; caller holds vfcfg_lock */
+static void vfcfg_resync_arm(void)
+{
+	if (vfcfg_life == VFCFG_LIVE && vfcfg_resync)
+		mod_delayed_work(system_unbound_wq, &vfcfg_resync_work,
+				 msecs_to_jiffies(vfcfg_resync * 1000));
+	else
+		cancel_delayed_work(&vfcfg_resync_work);
+}
+
+static void vfcfg_resync_tick(struct work_struct *work)
+{
+	mutex_lock(&vfcfg_lock);
+	if (vfcfg_resync)
+		vfcfg_kick(VFCFG_WHY_RESYNC);
+	vfcfg_resync_arm();
+	mutex_unlock(&vfcfg_lock);
+}
+
+static int vfcfg_resync_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int secs;
+	int ret;
+
+	ret = kstrtouint(val, 0, &secs);
+	if (ret)
+		return ret;
+	if (secs > 86400)
+		return -ERANGE;
+	mutex_lock(&vfcfg_lock);
+	vfcfg_resync = secs;
+	vfcfg_resync_arm();
+	mutex_unlock(&vfcfg_lock);
+	return 0;
+}
+
+static int vfcfg_resync_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned int secs;
+
+	mutex_lock(&vfcfg_lock);
+	secs = vfcfg_resync;
+	mutex_unlock(&vfcfg_lock);
+	return sysfs_emit(buf, "%u\n", secs);
+}
+
+static const struct kernel_param_ops vfcfg_resync_ops = {
+	.set = vfcfg_resync_set,
+	.get = vfcfg_resync_get,
+};
+
+module_param_cb(resync, &vfcfg_resync_ops, NULL, 0644);
+MODULE_PARM_DESC(resync,
+		 "seconds between checks that VF settings still read back as the policy says (re-set if not, e.g. after a VF FLR); 0: off; default 30");
 
 /* caller holds vfcfg_lock */
 static struct vfcfg_probed *vfcfg_probed_find(struct pci_dev *pdev)
@@ -411,10 +480,12 @@ static bool vfcfg_native(const struct pci_dev *vf, struct device_driver *drv)
  * Whether VF @id (@vf) is bound to a driver we must not take it from: a
  * vfio driver (vfio-pci or a variant such as mlx5_vfio_pci: a guest may be
  * running on it, and unbinding waits for the guest to let go, holding the
- * PF's device lock), or a driver that is neither the VF's own nor the one
- * the policy names for it (pci-stub, uio_pci_generic bound by hand).  The
- * VF's own driver (igbvf) serves only the host, and moving a VF from it is
- * what a policy's driver= is for.  @name gets the bound driver's name.
+ * PF's device lock), or any driver other than the policy's for it.  The
+ * policy's driver is the one its driver= names, else the VF's own (igbvf),
+ * so a VF the host uses through igbvf is in use when the policy wants it on
+ * vfio-pci: the host's interface would vanish under its users.  A VF the
+ * policy does not name a driver for may sit on its own driver.  @name gets
+ * the bound driver's name.
  *
  * @may_wait false (a pass that only reports, holding the PF's lock): a VF
  * whose device lock stays held for a second (a vfio unbind waiting for its
@@ -444,10 +515,12 @@ static bool vfcfg_vf_in_use(const struct vfcfg_pf *pf, struct pci_dev *vf,
 	drv = vf->dev.driver;
 	if (drv) {
 		strscpy(name, drv->name, len);
-		ret = strstr(drv->name, "vfio") ||
-		      (!vfcfg_native(vf, drv) &&
-		       !(want && (want->keys & BIT(VFCFG_K_DRIVER)) &&
-			 !strcmp(drv->name, want->driver)));
+		if (strstr(drv->name, "vfio"))
+			ret = true;
+		else if (want && (want->keys & BIT(VFCFG_K_DRIVER)))
+			ret = strcmp(drv->name, want->driver);
+		else
+			ret = !vfcfg_native(vf, drv);
 	}
 	device_unlock(&vf->dev);
 	return ret;
@@ -590,6 +663,55 @@ static bool vfcfg_get_vf(struct net_device *dev, int i, struct ifla_vf_info *ivi
 	return ops->ndo_get_vf_config && !ops->ndo_get_vf_config(dev, i, ivi);
 }
 
+static const char *const vfcfg_op_names[VFCFG_OP_NR] = {
+	[VFCFG_OP_MAC] = "mac",
+	[VFCFG_OP_VLAN] = "vlan",
+	[VFCFG_OP_SPOOFCHK] = "spoofchk",
+	[VFCFG_OP_TRUST] = "trust",
+	[VFCFG_OP_RATE] = "rate",
+	[VFCFG_OP_STATE] = "state",
+	[VFCFG_OP_QUERY_RSS] = "query_rss",
+	[VFCFG_OP_DRIVER] = "driver",
+};
+
+/*
+ * Whether @ivi, a VF's settings read back from its PF driver, already says
+ * what the policy wants for @op; *@can whether the driver has the op.
+ */
+static bool vfcfg_op_same(const struct net_device_ops *ops,
+			  const struct vfcfg_vf *vf, enum vfcfg_op op,
+			  const struct ifla_vf_info *ivi, bool *can)
+{
+	switch (op) {
+	case VFCFG_OP_MAC:
+		*can = ops->ndo_set_vf_mac;
+		return ether_addr_equal(ivi->mac, vf->mac);
+	case VFCFG_OP_VLAN:
+		*can = ops->ndo_set_vf_vlan;
+		return ivi->vlan == vf->vlan && ivi->qos == vf->qos &&
+		       ivi->vlan_proto == vf->proto;
+	case VFCFG_OP_SPOOFCHK:
+		*can = ops->ndo_set_vf_spoofchk;
+		return ivi->spoofchk == vf->spoofchk;
+	case VFCFG_OP_TRUST:
+		*can = ops->ndo_set_vf_trust;
+		return ivi->trusted == vf->trust;
+	case VFCFG_OP_RATE:
+		*can = ops->ndo_set_vf_rate;
+		return ivi->min_tx_rate == vf->min_rate &&
+		       ivi->max_tx_rate == vf->max_rate;
+	case VFCFG_OP_STATE:
+		*can = ops->ndo_set_vf_link_state;
+		return ivi->linkstate == vf->link_state;
+	case VFCFG_OP_QUERY_RSS:
+		*can = ops->ndo_set_vf_rss_query_en;
+		return ivi->rss_query_en == vf->query_rss;
+	default:
+		*can = false;
+		return false;
+	}
+}
+
 /*
  * One op on VF @i.  The driver is not asked when @ivi, read back (@known),
  * already says what the policy wants: a set can reset the VF (i40e does).
@@ -603,40 +725,7 @@ static int vfcfg_vf_op(struct net_device *dev, int i, const struct vfcfg_vf *vf,
 	bool can, same;
 
 	*asked = false;
-	switch (op) {
-	case VFCFG_OP_MAC:
-		can = ops->ndo_set_vf_mac;
-		same = ether_addr_equal(ivi->mac, vf->mac);
-		break;
-	case VFCFG_OP_VLAN:
-		can = ops->ndo_set_vf_vlan;
-		same = ivi->vlan == vf->vlan && ivi->qos == vf->qos &&
-		       ivi->vlan_proto == vf->proto;
-		break;
-	case VFCFG_OP_SPOOFCHK:
-		can = ops->ndo_set_vf_spoofchk;
-		same = ivi->spoofchk == vf->spoofchk;
-		break;
-	case VFCFG_OP_TRUST:
-		can = ops->ndo_set_vf_trust;
-		same = ivi->trusted == vf->trust;
-		break;
-	case VFCFG_OP_RATE:
-		can = ops->ndo_set_vf_rate;
-		same = ivi->min_tx_rate == vf->min_rate &&
-		       ivi->max_tx_rate == vf->max_rate;
-		break;
-	case VFCFG_OP_STATE:
-		can = ops->ndo_set_vf_link_state;
-		same = ivi->linkstate == vf->link_state;
-		break;
-	case VFCFG_OP_QUERY_RSS:
-		can = ops->ndo_set_vf_rss_query_en;
-		same = ivi->rss_query_en == vf->query_rss;
-		break;
-	default:
-		return -EOPNOTSUPP;
-	}
+	same = vfcfg_op_same(ops, vf, op, ivi, &can);
 	if (!can)
 		return -EOPNOTSUPP;
 	if (known && same)
@@ -682,10 +771,13 @@ static bool vfcfg_op_wanted(const struct vfcfg_vf *vf, enum vfcfg_op op)
  * Apply the attributes of VFs 0..@nvf-1, RTNL held around each driver call
  * only (and the read-back before a VF's calls), never across the VFs: a
  * PF with many VFs must not stall the rest of networking.  The net device
- * is looked up anew under each hold.  Returns false when it is gone.
+ * is looked up anew under each hold.  A drift check (@drift) sets only
+ * what reads back different: a VF whose driver reports nothing back is
+ * left alone, since setting it blindly every period could reset the VF.
+ * Returns false when the net device is gone.
  */
 static bool vfcfg_apply_attrs(const struct vfcfg_target *t, unsigned int nvf,
-			      struct vfcfg_vfres *vr)
+			      struct vfcfg_vfres *vr, bool drift)
 {
 	struct ifla_vf_info ivi;
 	struct net_device *dev;
@@ -707,6 +799,10 @@ static bool vfcfg_apply_attrs(const struct vfcfg_target *t, unsigned int nvf,
 		for (op = 0; op < VFCFG_OP_DRIVER; op++) {
 			if (!vfcfg_op_wanted(vf, op))
 				continue;
+			if (drift && !known) {
+				vr[i].res[op] = VFCFG_RES_KEEP;
+				continue;
+			}
 			asked = false;
 			rtnl_lock();
 			dev = vfcfg_target_dev(t);
@@ -718,9 +814,48 @@ static bool vfcfg_apply_attrs(const struct vfcfg_target *t, unsigned int nvf,
 				vr[i].asked |= BIT(op);
 			if (op == VFCFG_OP_MAC && asked && !ret)
 				vr[i].mac_set = true;
+			if (drift && asked)
+				pr_info("%s: vf%u: %s read back different from the policy (a VF reset?): set again: %d\n",
+					t->pf->match, i, vfcfg_op_names[op], ret);
 		}
 	}
 	return true;
+}
+
+/*
+ * Whether a VF attribute of the PF @pf->sel reads back different from the
+ * policy, for a drift check: then it gets a pass, else none, so that the
+ * status keeps showing the last pass that did something.  Only reads.
+ */
+static bool vfcfg_drifted(const struct vfcfg_pf *pf)
+{
+	struct vfcfg_target t = { .pf = pf };
+	struct ifla_vf_info ivi;
+	struct net_device *dev;
+	unsigned int i, op;
+	bool drift = false, can;
+	int cur;
+
+	if (dev_is_pci(pf->sel))
+		t.pdev = to_pci_dev(pf->sel);
+	else
+		t.bus = pf->sel;
+	rtnl_lock();
+	dev = vfcfg_target_dev(&t);
+	cur = !dev ? 0 : t.pdev ? pci_num_vf(t.pdev) : max(dev_num_vf(t.bus), 0);
+	for (i = 0; i < min_t(unsigned int, pf->nvf, cur) && !drift; i++) {
+		const struct vfcfg_vf *vf = &pf->vf[i];
+
+		if (!(vf->keys & ~BIT(VFCFG_K_DRIVER)) ||
+		    !vfcfg_get_vf(dev, i, &ivi))
+			continue;
+		for (op = 0; op < VFCFG_OP_DRIVER && !drift; op++)
+			drift = vfcfg_op_wanted(vf, op) &&
+				!vfcfg_op_same(dev->netdev_ops, vf, op, &ivi, &can) &&
+				can;
+	}
+	rtnl_unlock();
+	return drift;
 }
 
 static bool vfcfg_bound_to(struct pci_dev *vf, const char *name)
@@ -1025,7 +1160,7 @@ static bool vfcfg_apply_nonpci(struct vfcfg_pf *pf, struct device *bus,
 	}
 	rtnl_unlock();
 	nvf = min_t(unsigned int, pf->nvf, cur);
-	present = dev && vfcfg_apply_attrs(&t, nvf, vr);
+	present = dev && vfcfg_apply_attrs(&t, nvf, vr, why == VFCFG_WHY_RESYNC);
 	device_unlock(bus);
 	if (!present) {
 		kfree(vr);
@@ -1161,7 +1296,8 @@ static void vfcfg_apply_pci(struct vfcfg_pf *pf, struct pci_dev *pdev,
 		running = netif_running(dev);
 	}
 	rtnl_unlock();
-	if ((!dev || !vfcfg_apply_attrs(&t, nvf, vr)) && !err[0] && nvf)
+	if ((!dev || !vfcfg_apply_attrs(&t, nvf, vr, why == VFCFG_WHY_RESYNC)) &&
+	    !err[0] && nvf)
 		snprintf(err, sizeof(err), "PF has no net device yet");
 	if (full)
 		vfcfg_vf_steps(pf, pdev, nvf, vr, created > 0 && running,
@@ -1270,6 +1406,9 @@ static void vfcfg_apply_all(struct work_struct *work)
 		pf->sel = vfcfg_select(pf);
 	vfcfg_mark_conflicts(set);
 	list_for_each_entry(pf, &set->pfs, node) {
+		if (why == VFCFG_WHY_RESYNC &&
+		    (!pf->sel || pf->shadowed || !vfcfg_drifted(pf)))
+			continue;
 		if (!pf->sel) {
 			vfcfg_pf_pass(pf, why, false);
 			vfcfg_pf_state(pf, "", "not present");
@@ -1533,17 +1672,6 @@ module_param_cb(policy, &vfcfg_param_ops, NULL, 0644);
 MODULE_PARM_DESC(policy,
 		 "VF policy: PF blocks separated by ';', items by ','; e.g. pf=0000:01:00.0,numvfs=4,mac_base=02:00:00:00:01:00,vf1.vlan=10,vf*.spoofchk=on (see Documentation/sriov-helper.md)");
 
-static const char *const vfcfg_op_names[VFCFG_OP_NR] = {
-	[VFCFG_OP_MAC] = "mac",
-	[VFCFG_OP_VLAN] = "vlan",
-	[VFCFG_OP_SPOOFCHK] = "spoofchk",
-	[VFCFG_OP_TRUST] = "trust",
-	[VFCFG_OP_RATE] = "rate",
-	[VFCFG_OP_STATE] = "state",
-	[VFCFG_OP_QUERY_RSS] = "query_rss",
-	[VFCFG_OP_DRIVER] = "driver",
-};
-
 static const char *const vfcfg_link_states[] = {
 	[IFLA_VF_LINK_STATE_AUTO] = "auto",
 	[IFLA_VF_LINK_STATE_ENABLE] = "enable",
@@ -1554,7 +1682,7 @@ static const char *const vfcfg_link_states[] = {
 static const char *const vfcfg_why_names[] = {
 	"module load", "policy write", "apply write", "PF probe",
 	"PF unbind", "PF netdev event", "PF carrier up", "VF driver bound",
-	"retry",
+	"retry", "drift check",
 };
 
 /* one op's result; caller holds vfcfg_lock */
@@ -1753,7 +1881,10 @@ static int __init vfcfg_init(void)
 	if (ret)
 		goto unreg_bus;
 
-	vfcfg_kick_locked(VFCFG_WHY_LOAD);
+	mutex_lock(&vfcfg_lock);
+	vfcfg_kick(VFCFG_WHY_LOAD);
+	vfcfg_resync_arm();
+	mutex_unlock(&vfcfg_lock);
 	pr_info("loaded; unloading leaves VFs as they are\n");
 	return 0;
 
@@ -1763,6 +1894,7 @@ dead:
 	mutex_lock(&vfcfg_lock);
 	vfcfg_life = VFCFG_GONE;
 	mutex_unlock(&vfcfg_lock);
+	cancel_delayed_work_sync(&vfcfg_resync_work);
 	cancel_delayed_work_sync(&vfcfg_work);
 	vfcfg_probed_free();
 	vfcfg_debugfs_exit();
@@ -1786,6 +1918,7 @@ static void __exit vfcfg_exit(void)
 	mutex_unlock(&vfcfg_lock);
 	unregister_netdevice_notifier(&vfcfg_netdev_nb);
 	bus_unregister_notifier(&pci_bus_type, &vfcfg_pci_nb);
+	cancel_delayed_work_sync(&vfcfg_resync_work);
 	cancel_delayed_work_sync(&vfcfg_work);
 	vfcfg_probed_free();
 	vfcfg_debugfs_exit();

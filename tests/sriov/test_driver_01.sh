@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 21
+# checks: 25
 #
 # VF driver override.  igb is loaded and its PF is up, igbvf is loaded (it
 # would take every VF); then sriov_vfcfg is loaded with a policy that gives
@@ -13,9 +13,11 @@
 # on vf2 starts with the policy's MAC (igb hands a VF its MAC only while the
 # PF is up, hence the order).  QEMU's intel-iommu gives vfio-pci a real
 # IOMMU group.  Traffic-free checks: the vfio group node exists, the igbvf
-# VF netdev carries the MAC from the policy.  Then a run-time policy moves
-# vf1 from igbvf to vfio-pci (unbind + reprobe), and vf0, left out of the
-# new policy, stays as it is.
+# VF netdev carries the MAC from the policy.  Then a run-time policy wants
+# vf1, which the host uses through igbvf, on vfio-pci: refused, since igbvf
+# is not the policy's driver for it (the status and the log say so, and
+# the VF keeps its driver); the same policy with force moves it (unbind +
+# reprobe), and vf0, left out of the new policy, stays as it is.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 . "$(dirname "$0")/sriov.sh"
 
@@ -47,6 +49,10 @@ t_check vf2-netdev test -n "$n"
 t_equal vf2-netdev-mac "$(cat /sys/class/net/$n/address 2>/dev/null)" 02:00:00:00:22:02
 
 t_check runtime-write sh -c "echo 'pf=0000:01:00.0,numvfs=3,vf1.driver=vfio-pci' > $POL"
+t_check runtime-refused vps_wait 30 grep -q 'vf1: driver vfio-pci: in use by igbvf, not rebound (force overrides);' $ST
+t_equal runtime-kept-igbvf "$(drv 0000:01:10.2)" igbvf
+t_equal runtime-logged "$(dmesg | grep -c 'vf1 is bound to igbvf, not rebound to vfio-pci')" 1
+t_check runtime-force sh -c "echo 'pf=0000:01:00.0,numvfs=3,force,vf1.driver=vfio-pci' > $POL"
 t_check runtime-applied vps_wait 30 grep -q 'vf1: driver vfio-pci: ok;' $ST
 t_equal vf1-moved "$(drv 0000:01:10.2)" vfio-pci
 t_equal vf0-kept "$(drv 0000:01:10.0)" vfio-pci

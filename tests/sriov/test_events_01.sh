@@ -18,7 +18,9 @@
 # probing a VF again (unbind + bind, as after a VF reset) restores its
 # VLAN changed by hand.  query_rss, which igb lacks, is reported for its
 # VF only (-EOPNOTSUPP).  None of these events changes the VF count: VFs
-# are enabled once, at probe.
+# are enabled once, at probe.  The periodic drift check is off here
+# (resync=0), so that every pass is one of these events'; test_resync_01
+# tests it.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 . "$(dirname "$0")/sriov.sh"
 
@@ -34,7 +36,7 @@ settled() { _p=$(pass); sleep 1; [ "$(pass)" = "$_p" ]; }
 vlan10() { vf 1 | grep -q 'vlan 10, qos 2'; }
 no_vlan10() { ! vlan10; }
 
-t_check load vps_load sriov_vfcfg 'policy=pf=0000:01:00.0,numvfs=2,vf0.mac=02:00:00:00:0e:00,vf0.query_rss=on,vf1.vlan=10,vf1.qos=2'
+t_check load vps_load sriov_vfcfg resync=0 'policy=pf=0000:01:00.0,numvfs=2,vf0.mac=02:00:00:00:0e:00,vf0.query_rss=on,vf1.vlan=10,vf1.qos=2'
 t_check igb modprobe igb
 t_check probe/applied vps_wait 30 grep -q 'eth0: 2 VFs (totalvfs 7), applied, 1 VF settings failed$' $ST
 cat $ST
