@@ -768,6 +768,22 @@ static bool vfcfg_op_wanted(const struct vfcfg_vf *vf, enum vfcfg_op op)
 }
 
 /*
+ * Whether a drift check may set @op of VF @i again: only a setting that
+ * was in place (or not tried yet: a VF made since), never one the driver
+ * refused or gave up on busy, which would be tried and logged every
+ * period; events and writes still retry those.  res[] is written only by
+ * this work, so reading it here needs no lock.
+ */
+static bool vfcfg_drift_op(const struct vfcfg_pf *pf, unsigned int i,
+			   enum vfcfg_op op)
+{
+	int r = pf->vf[i].res[op];
+
+	return vfcfg_op_wanted(&pf->vf[i], op) &&
+	       (!r || r == VFCFG_RES_PENDING || r == -ENODEV);
+}
+
+/*
  * Apply the attributes of VFs 0..@nvf-1, RTNL held around each driver call
  * only (and the read-back before a VF's calls), never across the VFs: a
  * PF with many VFs must not stall the rest of networking.  The net device
@@ -799,7 +815,7 @@ static bool vfcfg_apply_attrs(const struct vfcfg_target *t, unsigned int nvf,
 		for (op = 0; op < VFCFG_OP_DRIVER; op++) {
 			if (!vfcfg_op_wanted(vf, op))
 				continue;
-			if (drift && !known) {
+			if (drift && (!known || !vfcfg_drift_op(t->pf, i, op))) {
 				vr[i].res[op] = VFCFG_RES_KEEP;
 				continue;
 			}
@@ -850,7 +866,7 @@ static bool vfcfg_drifted(const struct vfcfg_pf *pf)
 		    !vfcfg_get_vf(dev, i, &ivi))
 			continue;
 		for (op = 0; op < VFCFG_OP_DRIVER && !drift; op++)
-			drift = vfcfg_op_wanted(vf, op) &&
+			drift = vfcfg_drift_op(pf, i, op) &&
 				!vfcfg_op_same(dev->netdev_ops, vf, op, &ivi, &can) &&
 				can;
 	}

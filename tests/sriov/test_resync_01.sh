@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 33
+# checks: 35
 #
 # The periodic drift check (resync=), for what sends no event: a VF reset
 # or FLR through sysfs while its driver stays bound.  igb keeps the PF down
@@ -11,7 +11,8 @@
 # check).  With resync=2 the check finds the drift and sets only what
 # differs, by a pass the status names "drift check", attributes only, and
 # the kernel log says which VF setting it set again.  A check that finds
-# nothing leaves no pass behind.  resync=0 stops the checks (the drift
+# nothing leaves no pass behind, and a setting the driver refused (igb's
+# max_tx_rate without link: -EINVAL) is not tried again every period.  resync=0 stops the checks (the drift
 # stays), a write of a period starts them again.  An FLR through sysfs
 # leaves the VF's settings as the policy says.  A drift check never
 # changes the VF count: VFs the admin made by hand (3 instead of 2) stay,
@@ -30,8 +31,8 @@ vlan10() { vf 1 | grep -q 'vlan 10,'; }
 
 t_check igb modprobe igb
 vps_wait 20 test -e /sys/class/net/eth0
-t_check load vps_load sriov_vfcfg resync=2 'policy=pf=0000:01:00.0,numvfs=2,vf0.mac=02:00:00:00:0d:00,vf1.vlan=10'
-t_check applied vps_wait 30 grep -q 'eth0: 2 VFs (totalvfs 7), applied$' $ST
+t_check load vps_load sriov_vfcfg resync=2 'policy=pf=0000:01:00.0,numvfs=2,vf0.mac=02:00:00:00:0d:00,vf0.max_tx_rate=100,vf1.vlan=10'
+t_check applied vps_wait 30 grep -q 'eth0: 2 VFs (totalvfs 7), applied, 1 VF settings failed$' $ST
 t_equal pf-down "$(cat /sys/class/net/eth0/operstate)" down
 t_equal period "$(cat $RS)" 2
 
@@ -39,6 +40,8 @@ t_equal period "$(cat $RS)" 2
 n=$(pass)
 sleep 5
 t_equal quiet/no-pass "$(pass)" "$n"
+t_match quiet/rate-refused "$(grep ' vf0:' $ST)" 'rate 0-100: -EINVAL;'
+t_equal quiet/refused-not-retried "$(dmesg | grep -c 'rate read back different')" 0
 
 # drift by hand: set again by the next check
 t_check drift/mac $IP link set eth0 vf 0 mac 02:00:00:00:0b:0b
