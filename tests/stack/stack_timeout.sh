@@ -9,7 +9,9 @@
 # command issued meanwhile outlives the guest's 2 s SCSI timeout, the
 # guest's error handler sends ABORT_CMD (and, when the abort does not come
 # back in time, device/bus resets, which the module completes only once
-# the held I/O drains).  Then the LUN resumes.  fio must verify clean, a
+# the held I/O drains).  With vmw_pvscsi, while such a reset waits in the
+# module (its vCPU thread in the reset's quiesce), the inner QEMU's monitor
+# answers: the wait runs without QEMU's BQL.  Then the LUN resumes.  fio must verify clean, a
 # verify-only pass too, the guest must have run its abort handler and the
 # module must have counted aborts or resets.  Then the LUN is suspended
 # again under a never-ending fio and the inner QEMU is killed: it exits
@@ -59,6 +61,16 @@ for drv in $DRIVERS; do
 done
 t_check load vps_load vhost_pvscsi
 g=/sys/kernel/debug/vhost_pvscsi/gauges
+uptime_ms() { awk '{print int($1 * 1000)}' /proc/uptime; }
+# in_reset PID: a thread of QEMU PID waits in the module's reset
+in_reset() { grep -qs vps_quiesce_wait /proc/"$1"/task/*/stack; }
+# mon_answers NAME: the inner QEMU's monitor answers `info status` in 5 s
+# (what an earlier query left unread is read first)
+mon_answers() {
+	timeout 1 cat "/tmp/$1.mon.out" > /dev/null
+	printf 'info status\n' > "/tmp/$1.mon.in"
+	timeout 5 cat "/tmp/$1.mon.out" | tr -d '\r' | grep -aq '^VM status: running'
+}
 # one_drv DRV: DRV's guest on its own adapter and dm device, the host's
 # side of its checks
 one_drv() {
@@ -84,9 +96,32 @@ one_drv() {
 		# unfired at 10 s: hold on until its first abort or reset
 		# reaches the module, then resume at once.  The log lines
 		# wait until after the resume, so as not to lengthen the hold.
-		while [ "$(vps_eh_count "$a")" -le "$eh0" ] && [ $(( $(date +%s) - t0 )) -lt 30 ]; do
+		# vmw_pvscsi: hold on as well until a reset of the guest's
+		# waits in the module: its vCPU thread sits in the reset's
+		# quiesce.  Then the monitor must answer: the wait runs without
+		# QEMU's BQL (until 2026-12-02 it held it, and the monitor, the
+		# main loop and every other vCPU froze for as long as the LUN
+		# hung).  vmw_pvscsi gives up an abort after 2 s and resets
+		# within some 20 s; pvscsi_mq waits 10 s per abort, and the 8
+		# held commands would hold the LUN past a minute and a half.
+		while { [ "$(vps_eh_count "$a")" -le "$eh0" ] ||
+			{ [ "$drv" = vmw_pvscsi ] && ! in_reset "$pid"; }; } &&
+			[ $(( $(date +%s) - t0 )) -lt 40 ]; do
 			sleep 1
 		done
+		if [ "$drv" != vmw_pvscsi ]; then
+			:
+		elif in_reset "$pid"; then
+			t_ok "$drv/reset-waits"
+			m0=$(uptime_ms)
+			t_check "$drv/monitor-during-reset" mon_answers "$drv"
+			echo "monitor: $(( $(uptime_ms) - m0 )) ms for its answer while a reset waited"
+			t_check "$drv/reset-still-waits" in_reset "$pid"
+		else
+			t_fail "$drv/reset-waits" "no reset of the guest's waited in the module in $(( $(date +%s) - t0 )) s"
+			vps_inner_threads "$drv"
+			tail -20 "/tmp/$drv.qemu"
+		fi
 		t1=$(date +%s)
 		t_check "$drv/dm-resume" dmsetup resume --noudevsync $dm
 		echo "held for $(( t1 - t0 )) s; error handler: $eh0 -> $(vps_eh_count "$a")"

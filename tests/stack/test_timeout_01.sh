@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 debug
 # gate: 612
-# checks: 25
-# checks-debug: 21
+# checks: 28
+# checks-debug: 24
 #
 # Guest timeouts (the SCSI error handler's aborts and resets) against the
 # host module, with the unmodified guest's driver, in-tree vmw_pvscsi; on
