@@ -213,6 +213,13 @@ struct vps_dev {
 
 	struct vps_lu *luns[VPS_MAX_TARGETS][VPS_MAX_LUNS];	/* [M] */
 
+	/* [M] the dirty log (VPS_SET_LOG): off unless @on */
+	struct {
+		bool on;
+		u64 base;			/* in the owner's mm */
+		u64 size;			/* bytes */
+	} log;
+
 	/* requests consumed and not yet completed: [M] */
 	struct list_head inflight;
 	u32 nr_inflight;

@@ -19,6 +19,8 @@ int vps_copy_to_guest(struct vps_dev *dev, struct vps_req *req,
 		      const void *buf, u32 len);
 int vps_copy_from_guest(struct vps_dev *dev, struct vps_req *req,
 			void *buf, u32 len);
+void vps_log_write(struct vps_dev *dev, const void __user *p, u64 len);
+bool vps_log_covers(const struct vps_mem *mem, u64 size);
 
 /* vps_io.c: LUN lifetime and lookup */
 extern struct workqueue_struct *vps_free_wq;	/* vps_init() sets it up */

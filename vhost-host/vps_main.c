@@ -173,6 +173,11 @@ static int vps_set_mem_table(struct vps_dev *dev, void __user *argp)
 		}
 	}
 
+	/* a page the log cannot mark would be missed by a migration */
+	ret = -EINVAL;
+	if (dev->log.on && !vps_log_covers(mem, dev->log.size))
+		goto err;
+
 	old = dev->mem;
 	dev->mem = mem;
 	/*
@@ -271,10 +276,10 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 	dev->broken = false;
 	dev->req_threshold = false;
 	dev->stale_armed = false;
-	if (vps_rs_put(&dev->rs->req_cons_idx, 0) ||
-	    vps_rs_put(&dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
-	    vps_rs_put(&dev->rs->cmp_prod_idx, 0) ||
-	    vps_rs_put(&dev->rs->cmp_num_entries_log2, dev->cmp_entries_log2)) {
+	if (vps_rs_put(dev, &dev->rs->req_cons_idx, 0) ||
+	    vps_rs_put(dev, &dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
+	    vps_rs_put(dev, &dev->rs->cmp_prod_idx, 0) ||
+	    vps_rs_put(dev, &dev->rs->cmp_num_entries_log2, dev->cmp_entries_log2)) {
 		vps_drop_rings(dev);
 		return -EFAULT;
 	}
@@ -302,8 +307,8 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp)
 		return -EFAULT;
 	dev->msg_entries_log2 = ilog2(n * PVSCSI_MSG_DESCS_PER_PAGE);
 	dev->msg_prod = 0;
-	if (vps_rs_put(&dev->rs->msg_prod_idx, 0) ||
-	    vps_rs_put(&dev->rs->msg_num_entries_log2, dev->msg_entries_log2))
+	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, 0) ||
+	    vps_rs_put(dev, &dev->rs->msg_num_entries_log2, dev->msg_entries_log2))
 		return -EFAULT;
 	dev->msg_ok = true;
 	return 0;
@@ -416,6 +421,35 @@ static int vps_attach_lun(struct vps_dev *dev, void __user *argp)
 err_file:
 	fput(file);
 	return ret;
+}
+
+/*
+ * VPS_SET_LOG: start or stop the dirty log (uapi: struct vps_log).  The
+ * bitmap is checked against the memory table now and at every later
+ * VHOST_SET_MEM_TABLE while the log is on; what the module writes from
+ * here on is logged, by the ioctls and the worker alike, both under
+ * dev->mutex.
+ */
+static int vps_set_log(struct vps_dev *dev, void __user *argp)
+{
+	struct vps_log l;
+
+	if (copy_from_user(&l, argp, sizeof(l)))
+		return -EFAULT;
+	if (l.reserved || (l.flags & ~VPS_LOG_FLAGS_ALL))
+		return -EINVAL;
+	if (!(l.flags & VPS_LOG_ENABLE)) {
+		dev->log.on = false;
+		return 0;
+	}
+	if (!l.size || (l.base & 7) ||
+	    !access_ok((void __user *)(uintptr_t)l.base, l.size) ||
+	    !vps_log_covers(dev->mem, l.size))
+		return -EINVAL;
+	dev->log.base = l.base;
+	dev->log.size = l.size;
+	dev->log.on = true;
+	return 0;
 }
 
 static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
@@ -538,7 +572,7 @@ static int vps_set_threshold(struct vps_dev *dev, void __user *argp)
 	if (enable > 1 || !dev->rings_ok)
 		return -EINVAL;
 	dev->req_threshold = enable;
-	if (vps_rs_put(&dev->rs->req_call_threshold, 1))
+	if (vps_rs_put(dev, &dev->rs->req_call_threshold, 1))
 		return -EFAULT;
 	return 0;
 }
@@ -598,6 +632,9 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		break;
 	case VPS_ATTACH_LUN:
 		ret = vps_attach_lun(dev, argp);
+		break;
+	case VPS_SET_LOG:
+		ret = vps_set_log(dev, argp);
 		break;
 	case VPS_DETACH_LUN:
 		ret = vps_detach_lun(dev, argp);

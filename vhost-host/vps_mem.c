@@ -4,13 +4,16 @@
  * in the owner's process only through the memory table that
  * VHOST_SET_MEM_TABLE handed over (vps_main.c checks and installs it): a
  * request's data buffer or SG list becomes its iovecs here, and the SCSI
- * target's emulated data is copied to and from them.
+ * target's emulated data is copied to and from them.  The dirty log maps
+ * the other way, from the owner's addresses back to guest pages.
  *
  * Layering: the bottom, part of the I/O interface of vps_io.h; called by
  * the rings (vps_ring.c) and the SCSI target (vps_scsi.c), calls nothing.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/uaccess.h>
 
 #include "vps.h"
@@ -143,4 +146,75 @@ int vps_copy_from_guest(struct vps_dev *dev, struct vps_req *req,
 			void *buf, u32 len)
 {
 	return vps_xfer_guest(req, buf, len, false);
+}
+
+/* whether a dirty log of @size bytes covers every page of @mem */
+bool vps_log_covers(const struct vps_mem *mem, u64 size)
+{
+	u32 i;
+
+	for (i = 0; mem && i < mem->nregions; i++) {
+		u64 last = (mem->r[i].gpa + mem->r[i].size - 1) / VPS_LOG_PAGE;
+
+		if (last / 8 >= size)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Set the log bits of guest pages @first..@last, pinning each page of the
+ * bitmap once for the bits in it (a bitmap page covers 128 MiB of guest).
+ * The bitmap is the owner's memory: the caller runs in its mm (an ioctl,
+ * or the worker).
+ */
+static void vps_log_pages(struct vps_dev *dev, u64 first, u64 last)
+{
+	u64 nbits = dev->log.size * 8;
+
+	while (first <= last) {
+		u64 addr = dev->log.base + first / 8;
+		u64 bit = (addr & ~PAGE_MASK) * 8 + first % 8;
+		u64 n = min(last - first + 1, PAGE_SIZE * 8 - bit), i;
+		struct page *pg;
+		void *map;
+
+		/* the memory table was checked against the size: no overrun */
+		if (first >= nbits ||
+		    pin_user_pages_fast(addr, 1, FOLL_WRITE, &pg) != 1) {
+			dev->stats.log_errors += last - first + 1;
+			return;
+		}
+		n = min(n, nbits - first);
+		map = kmap_local_page(pg);
+		for (i = 0; i < n; i++)
+			set_bit(bit + i, map);
+		kunmap_local(map);
+		unpin_user_pages_dirty_lock(&pg, 1, true);
+		dev->stats.log_pages += n;
+		first += n;
+	}
+}
+
+/*
+ * Log the guest pages behind [@p, @p + @len) of the owner's memory, which
+ * we have just written: every region that maps the range (a page may be
+ * mapped at two guest addresses).  Nothing while the log is off.
+ */
+void vps_log_write(struct vps_dev *dev, const void __user *p, u64 len)
+{
+	u64 start = (u64)(uintptr_t)p, end = start + len;
+	const struct vps_mem *mem = dev->mem;
+	u32 i;
+
+	if (!dev->log.on || !len || !mem)
+		return;
+	for (i = 0; i < mem->nregions; i++) {
+		const struct vps_region *r = &mem->r[i];
+		u64 s = max(start, r->uaddr), e = min(end, r->uaddr + r->size);
+
+		if (s < e)
+			vps_log_pages(dev, (r->gpa + s - r->uaddr) / VPS_LOG_PAGE,
+				      (r->gpa + e - 1 - r->uaddr) / VPS_LOG_PAGE);
+	}
 }

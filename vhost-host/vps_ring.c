@@ -110,9 +110,12 @@ static int vps_rs_get(struct vps_dev *dev, __le32 __user *field, u32 *val)
 	return 0;
 }
 
-int vps_rs_put(__le32 __user *field, u32 val)
+int vps_rs_put(struct vps_dev *dev, __le32 __user *field, u32 val)
 {
-	return put_user(cpu_to_le32(val), field);
+	if (put_user(cpu_to_le32(val), field))
+		return -EFAULT;
+	vps_log_write(dev, field, sizeof(*field));
+	return 0;
 }
 
 static void vps_break(struct vps_dev *dev, const char *why)
@@ -170,10 +173,11 @@ static bool vps_post_desc(struct vps_dev *dev, const struct pvscsi_cmp_desc *c)
 		vps_break(dev, "completion ring unwritable");
 		return false;
 	}
+	vps_log_write(dev, p, sizeof(*c));
 	/* the descriptor must be visible before the index that publishes it */
 	smp_wmb();
 	dev->cmp_prod++;
-	if (vps_rs_put(&dev->rs->cmp_prod_idx, dev->cmp_prod)) {
+	if (vps_rs_put(dev, &dev->rs->cmp_prod_idx, dev->cmp_prod)) {
 		vps_break(dev, "rings state unwritable");
 		return false;
 	}
@@ -243,10 +247,12 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 		u32 n = min_t(u32, req->sense_len, sizeof(req->sense));
 		void __user *s = vps_gpa_to_user(dev->mem, req->sense_addr, n);
 
-		if (s && !copy_to_user(s, req->sense, n))
+		if (s && !copy_to_user(s, req->sense, n)) {
+			vps_log_write(dev, s, n);
 			c.sense_len = cpu_to_le32(n);
-		else
+		} else {
 			dev->stats.errors_guest++;
+		}
 	}
 
 	if (!vps_post_desc(dev, &c))
@@ -260,6 +266,15 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 /* a request has its result: post it, or park it behind a full ring */
 static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 {
+	u32 i;
+
+	/*
+	 * The data a command moved to the guest is there now (the backing
+	 * I/O and a bounce's copy are done): log it before its completion,
+	 * also when nobody receives that (it still changed guest pages)
+	 */
+	for (i = 0; !req->write && i < req->nr_iovs; i++)
+		vps_log_write(dev, req->iov[i].iov_base, req->iov[i].iov_len);
 	if (req->active) {
 		atomic_dec(&req->lun->outstanding);
 		req->active = false;
@@ -458,7 +473,7 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 	}
 	/* we are polling now: ask the guest not to ring the doorbell */
 	if (dev->req_threshold)
-		vps_rs_put(&dev->rs->req_call_threshold, entries);
+		vps_rs_put(dev, &dev->rs->req_call_threshold, entries);
 
 	for (;;) {
 		u32 prod, avail, slot;
@@ -482,7 +497,7 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 			 * Going idle: re-arm the doorbell, then look once
 			 * more so a request posted meanwhile is not missed.
 			 */
-			vps_rs_put(&dev->rs->req_call_threshold, 1);
+			vps_rs_put(dev, &dev->rs->req_call_threshold, 1);
 			/* order the threshold store before the index reload */
 			smp_mb();
 			armed = true;
@@ -524,7 +539,7 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 		/* what it weighs beyond one (d is our copy: read once) */
 		budget -= min(budget, vps_scsi_extra_weight(d.cdb));
 		dev->req_cons++;
-		if (vps_rs_put(&dev->rs->req_cons_idx, dev->req_cons)) {
+		if (vps_rs_put(dev, &dev->rs->req_cons_idx, dev->req_cons)) {
 			vps_break(dev, "rings state unwritable");
 			return false;
 		}
@@ -558,10 +573,11 @@ void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 		(slot % PVSCSI_MSG_DESCS_PER_PAGE) * sizeof(m);
 	if (copy_to_user(p, &m, sizeof(m)))
 		return;
+	vps_log_write(dev, p, sizeof(m));
 	/* the message must be visible before the index that publishes it */
 	smp_wmb();
 	dev->msg_prod++;
-	if (vps_rs_put(&dev->rs->msg_prod_idx, dev->msg_prod))
+	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, dev->msg_prod))
 		return;
 	dev->stats.msgs++;
 	if (dev->call_msg)

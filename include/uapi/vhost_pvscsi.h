@@ -383,7 +383,36 @@ struct vps_stats {
 	__u64 in_flight;		/* now */
 	__u64 pinned_pages;		/* now */
 	__u64 msgs;			/* message ring entries posted */
-	__u64 reserved[3];
+	__u64 log_pages;		/* dirty-log bits set (VPS_SET_LOG) */
+	__u64 log_errors;		/* bits that could not be set: see below */
+	__u64 reserved;
+};
+
+/*
+ * Dirty log, for live migration (VPS_SET_LOG).  KVM's dirty tracking does
+ * not see what the module writes to guest memory through the VMM's
+ * mapping, so while the log is on the module sets, in a bitmap in the
+ * VMM's memory, the bit of every guest page it writes: the data of
+ * commands that move data to the guest (once the data is there, before
+ * their completion is posted), sense data, completion and message ring
+ * entries and the rings state page.  Bit N (byte N / 8, bit N % 8, as
+ * vhost's log) stands for guest-physical page N of VPS_LOG_PAGE bytes.
+ * The bitmap must cover every region of the memory table, now and in
+ * later VHOST_SET_MEM_TABLE calls while the log is on (EINVAL if not).
+ * The VMM reads and clears bits itself; the module only sets them, with
+ * atomic bit operations.  A bit that could not be set (the bitmap was
+ * unmapped) counts in vps_stats.log_errors: a VMM must then fail the
+ * migration, as a page may have been missed.
+ */
+#define VPS_LOG_PAGE			0x1000
+#define VPS_LOG_ENABLE			(1u << 0)
+#define VPS_LOG_FLAGS_ALL		VPS_LOG_ENABLE
+
+struct vps_log {
+	__u64 base;			/* bitmap address in the VMM, 8-aligned */
+	__u64 size;			/* bitmap bytes */
+	__u32 flags;			/* VPS_LOG_*; 0 turns the log off */
+	__u32 reserved;			/* must be zero */
 };
 
 #define VPS_GET_ABI_VERSION	_IOR(VPS_IOC_TYPE, 0xd0, __u32)
@@ -397,6 +426,7 @@ struct vps_stats {
 #define VPS_RESET		_IOW(VPS_IOC_TYPE, 0xd8, struct vps_reset)
 #define VPS_ABORT		_IOW(VPS_IOC_TYPE, 0xd9, struct vps_abort)
 #define VPS_GET_STATS		_IOR(VPS_IOC_TYPE, 0xda, struct vps_stats)
+#define VPS_SET_LOG		_IOW(VPS_IOC_TYPE, 0xdb, struct vps_log)
 
 /* ------------------------------------------------------------------ */
 /* size checks                                                        */
@@ -418,6 +448,7 @@ VPS_SIZE_CHECK(struct pvscsi_cmd_setup_rings, 16 + 2 * 8 * 32);
 VPS_SIZE_CHECK(struct pvscsi_cmd_setup_msg_ring, 8 + 8 * 16);
 VPS_SIZE_CHECK(struct pvscsi_rings_state, 140);
 VPS_SIZE_CHECK(struct pvscsi_req_desc, 128);
+VPS_SIZE_CHECK(struct vps_log, 24);
 VPS_SIZE_CHECK(struct pvscsi_sg_element, 16);
 VPS_SIZE_CHECK(struct pvscsi_cmp_desc, 32);
 VPS_SIZE_CHECK(struct pvscsi_msg_desc, 128);

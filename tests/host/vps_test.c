@@ -1180,6 +1180,149 @@ static void check_messages(const char *disk)
 	rs->msg_cons_idx = msg_cons;
 }
 
+/*
+ * The dirty log (VPS_SET_LOG), for live migration: while it is on, every
+ * guest page the module writes has its bit set, and no other: the data of
+ * READs and emulated data-in commands (not of WRITEs), sense data, the
+ * completion ring page of the slot, the rings state page, message ring
+ * entries.  Off: nothing is set.  Bad arguments are refused, and so is a
+ * memory table the bitmap would not cover while the log is on.  A bitmap
+ * that goes away counts log_errors, and commands still complete.
+ */
+static uint8_t *logmap;
+#define LOG_BYTES	((GPA_BASE + RAM_SIZE) / PG / 8)
+
+static int set_log(uint64_t base, uint64_t size, uint32_t flags, uint32_t rsv)
+{
+	struct vps_log l = { .base = base, .size = size, .flags = flags,
+			     .reserved = rsv };
+
+	return ioctl(vfd, VPS_SET_LOG, &l);
+}
+
+static int logged(const void *p)
+{
+	uint64_t n = gpa(p) / PG;
+
+	return logmap[n / 8] >> (n % 8) & 1;
+}
+
+/* how many guest pages have their bit set */
+static unsigned int nlogged(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < LOG_BYTES; i++)
+		n += __builtin_popcount(logmap[i]);
+	return n;
+}
+
+static void check_dirty_log(const char *disk)
+{
+	uint8_t *rd = page(P_DATA + 10), *wr = page(P_DATA + 20), *sense;
+	static const uint8_t inq[6] = { 0x12, 0, 0, 0, 96, 0 };
+	uint32_t slot;
+	struct vps_stats s0, s1;
+	struct result r;
+	struct cmd c;
+	int e;
+
+	logmap = mmap(NULL, LOG_BYTES, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (logmap == MAP_FAILED)
+		die("mmap log");
+	tap(set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 1) < 0 && errno == EINVAL,
+	    "log-reserved-refused", "%s", strerror(errno));
+	tap(set_log((uintptr_t)logmap, LOG_BYTES, 2, 0) < 0 && errno == EINVAL,
+	    "log-flags-refused", "%s", strerror(errno));
+	tap(set_log((uintptr_t)logmap + 1, LOG_BYTES - 8, VPS_LOG_ENABLE, 0) < 0 &&
+	    errno == EINVAL, "log-unaligned-refused", "%s", strerror(errno));
+	tap(set_log((uintptr_t)logmap, LOG_BYTES - 1, VPS_LOG_ENABLE, 0) < 0 &&
+	    errno == EINVAL, "log-too-small-refused", "%s", strerror(errno));
+	s0 = stats();
+	tap(!set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 0), "log-on",
+	    "%s", strerror(errno));
+
+	/* a READ of 4 pages: those, the completion's page, the state page */
+	slot = cmp_cons % cmp_entries;
+	c = rw16(0, 64, 4 * PG / 512, rd, 512);
+	e = run(&c, &r);
+	tap(!e && good(&r) && logged(rd) && logged(rd + 3 * PG) && !logged(rd + 4 * PG) &&
+	    !logged(rd - 1) && logged(page(P_RS)) &&
+	    logged(page(P_CMP + slot / PVSCSI_CMP_DESCS_PER_PAGE)) && nlogged() == 6,
+	    "log-read", "run %d data %d %d past %d %d rs %d cmp %d: %u pages", e,
+	    logged(rd), logged(rd + 3 * PG), logged(rd + 4 * PG), logged(rd - 1),
+	    logged(page(P_RS)), logged(page(P_CMP + slot / PVSCSI_CMP_DESCS_PER_PAGE)),
+	    nlogged());
+
+	/* a WRITE's data is the guest's own: not logged */
+	memset(logmap, 0, LOG_BYTES);
+	c = rw16(1, 64, 2 * PG / 512, wr, 512);
+	e = run(&c, &r);
+	tap(!e && good(&r) && !logged(wr) && !logged(wr + PG) && logged(page(P_RS)) &&
+	    nlogged() == 2, "log-write-data-not-logged", "run %d data %d %d: %u pages",
+	    e, logged(wr), logged(wr + PG), nlogged());
+
+	/* emulated data-in */
+	memset(logmap, 0, LOG_BYTES);
+	c = cmd_in(inq, 6, 96);
+	e = run(&c, &r);
+	tap(!e && good(&r) && logged(data()), "log-emulated-data-in", "run %d data %d",
+	    e, logged(data()));
+
+	/* sense data: an unsupported opcode; run() puts it at slot * 64 */
+	memset(logmap, 0, LOG_BYTES);
+	memset(&c, 0, sizeof(c));
+	c.cdb[0] = 0xff;
+	c.cdb_len = 6;
+	sense = (uint8_t *)page(P_SENSE) + (req_prod % REQ_ENTRIES) * 64;
+	e = run(&c, &r);
+	tap(!e && r.scsi == 2 && logged(sense), "log-sense",
+	    "run %d scsi 0x%x sense %d", e, r.scsi, logged(sense));
+
+	/* a message ring entry: a LUN attached */
+	memset(logmap, 0, LOG_BYTES);
+	e = attach(3, 3, disk, VPS_LUN_READ_ONLY, 0);
+	tap(logged(page(P_MSG)) && logged(page(P_RS)), "log-message",
+	    "attach %d msg %d rs %d", e, logged(page(P_MSG)), logged(page(P_RS)));
+	if (!e) {
+		msg_cons = rs->msg_prod_idx;
+		rs->msg_cons_idx = msg_cons;
+		detach(3, 3);
+	}
+	msg_cons = rs->msg_prod_idx;
+	rs->msg_cons_idx = msg_cons;
+
+	/* a memory table beyond the bitmap is refused while the log is on */
+	e = set_mem(GPA_BASE + PG, RAM_SIZE, ram);
+	tap(e < 0 && errno == EINVAL, "log-mem-table-uncovered-refused", "%d %s", e,
+	    strerror(errno));
+	s1 = stats();
+	tap(s1.log_pages > s0.log_pages && s1.log_errors == s0.log_errors, "log-stats",
+	    "pages %llu errors %llu", (unsigned long long)(s1.log_pages - s0.log_pages),
+	    (unsigned long long)(s1.log_errors - s0.log_errors));
+
+	/* off: nothing set */
+	tap(!set_log(0, 0, 0, 0), "log-off", "%s", strerror(errno));
+	memset(logmap, 0, LOG_BYTES);
+	c = rw16(0, 64, 4 * PG / 512, rd, 512);
+	e = run(&c, &r);
+	tap(!e && good(&r) && nlogged() == 0, "log-off-nothing-set", "run %d: %u pages",
+	    e, nlogged());
+
+	/* the bitmap unmapped under the module: counted, commands complete */
+	tap(!set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 0), "log-on-again",
+	    "%s", strerror(errno));
+	munmap(logmap, LOG_BYTES);
+	s0 = stats();
+	c = rw16(0, 64, 4 * PG / 512, rd, 512);
+	e = run(&c, &r);
+	s1 = stats();
+	tap(!e && good(&r) && s1.log_errors > s0.log_errors, "log-unmapped-counted",
+	    "run %d errors %llu", e, (unsigned long long)(s1.log_errors - s0.log_errors));
+	set_log(0, 0, 0, 0);
+}
+
 /* many I/Os in flight, then resets and aborts: each completes once */
 static void check_inflight(void)
 {
@@ -1779,6 +1922,7 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_unmap(file);
 	check_readonly();
 	check_messages(disk);
+	check_dirty_log(disk);
 	check_threshold();
 	check_lost_doorbell();
 	check_cancel_unconsumed();
