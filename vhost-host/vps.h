@@ -170,6 +170,7 @@ struct vps_dev {
 	 * so that the first to finish does not lift another one's.
 	 */
 	unsigned int quiesce;
+	bool stopped;				/* VPS_STOP: consume nothing */
 	bool backlog_wait;			/* completions wait for ring room */
 	bool need_call;				/* posted since the last call */
 	bool cmp_stall;				/* stopped: no completion room */

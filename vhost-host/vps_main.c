@@ -244,9 +244,15 @@ static const struct file_operations vps_fail_fops = {
 	.llseek	= noop_llseek,
 };
 
-static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
+/*
+ * SETUP_RINGS, and VPS_RESUME_RINGS (@resume) on a migration's
+ * destination: the same set-up, but the indices are the ones the rings
+ * state page holds, written by the source's module.
+ */
+static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 {
 	struct pvscsi_cmd_setup_rings c;
+	__le32 cons = 0, prod = 0;
 	u32 nreq, ncmp;
 	int ret;
 
@@ -271,14 +277,20 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 	}
 	dev->req_entries_log2 = ilog2(nreq * PVSCSI_REQ_DESCS_PER_PAGE);
 	dev->cmp_entries_log2 = ilog2(ncmp * PVSCSI_CMP_DESCS_PER_PAGE);
-	dev->req_cons = 0;
-	dev->cmp_prod = 0;
+	if (resume && (get_user(cons, &dev->rs->req_cons_idx) ||
+		       get_user(prod, &dev->rs->cmp_prod_idx))) {
+		vps_drop_rings(dev);
+		return -EFAULT;
+	}
+	/* what the guest wrote there is checked as it is used, each round */
+	dev->req_cons = le32_to_cpu(cons);
+	dev->cmp_prod = le32_to_cpu(prod);
 	dev->broken = false;
 	dev->req_threshold = false;
 	dev->stale_armed = false;
-	if (vps_rs_put(dev, &dev->rs->req_cons_idx, 0) ||
+	if (vps_rs_put(dev, &dev->rs->req_cons_idx, dev->req_cons) ||
 	    vps_rs_put(dev, &dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
-	    vps_rs_put(dev, &dev->rs->cmp_prod_idx, 0) ||
+	    vps_rs_put(dev, &dev->rs->cmp_prod_idx, dev->cmp_prod) ||
 	    vps_rs_put(dev, &dev->rs->cmp_num_entries_log2, dev->cmp_entries_log2)) {
 		vps_drop_rings(dev);
 		return -EFAULT;
@@ -288,9 +300,11 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp)
 	return 0;
 }
 
-static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp)
+static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp,
+			      bool resume)
 {
 	struct pvscsi_cmd_setup_msg_ring c;
+	__le32 prod = 0;
 	u32 n;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -306,8 +320,10 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp)
 	if (vps_map_msg_ring(dev))
 		return -EFAULT;
 	dev->msg_entries_log2 = ilog2(n * PVSCSI_MSG_DESCS_PER_PAGE);
-	dev->msg_prod = 0;
-	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, 0) ||
+	if (resume && get_user(prod, &dev->rs->msg_prod_idx))
+		return -EFAULT;
+	dev->msg_prod = le32_to_cpu(prod);
+	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, dev->msg_prod) ||
 	    vps_rs_put(dev, &dev->rs->msg_num_entries_log2, dev->msg_entries_log2))
 		return -EFAULT;
 	dev->msg_ok = true;
@@ -450,6 +466,36 @@ static int vps_set_log(struct vps_dev *dev, void __user *argp)
 	dev->log.size = l.size;
 	dev->log.on = true;
 	return 0;
+}
+
+/*
+ * VPS_STOP, a migration's stop on the source: consume nothing more and let
+ * what is in flight complete and post, so that the guest's memory holds
+ * the adapter's whole state (uapi: VPS_STOP).  The kick bit stays set
+ * while stopped: a doorbell then is served on the way back.
+ */
+static int vps_stop(struct vps_dev *dev, void __user *argp)
+{
+	u32 stop;
+	int ret;
+
+	if (get_user(stop, (u32 __user *)argp))
+		return -EFAULT;
+	if (stop > 1)
+		return -EINVAL;
+	if (!stop) {
+		dev->stopped = false;
+		vps_kick_worker(dev);
+		return 0;
+	}
+	dev->stopped = true;
+	ret = vps_quiesce_wait(dev);
+	if (ret)
+		return ret;
+	vps_drain_backlog(dev);
+	if (dev->need_call)
+		vps_call(dev);
+	return list_empty(&dev->cmp_backlog) ? 0 : -EBUSY;
 }
 
 static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
@@ -616,10 +662,19 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		ret = vps_set_mem_table(dev, argp);
 		break;
 	case VPS_SETUP_RINGS:
-		ret = vps_setup_rings(dev, argp);
+		ret = vps_setup_rings(dev, argp, false);
 		break;
 	case VPS_SETUP_MSG_RING:
-		ret = vps_setup_msg_ring(dev, argp);
+		ret = vps_setup_msg_ring(dev, argp, false);
+		break;
+	case VPS_RESUME_RINGS:
+		ret = vps_setup_rings(dev, argp, true);
+		break;
+	case VPS_RESUME_MSG_RING:
+		ret = vps_setup_msg_ring(dev, argp, true);
+		break;
+	case VPS_STOP:
+		ret = vps_stop(dev, argp);
 		break;
 	case VPS_SET_KICK_FD:
 		ret = vps_set_kick(dev, argp);

@@ -597,13 +597,15 @@ static bool vps_round(struct vps_dev *dev)
 	mutex_lock(&dev->mutex);
 	vps_drain_backlog(dev);
 	vps_process_done(dev);
-	kicked = test_and_clear_bit(VPS_EV_KICK, &dev->events);
+	/* stopped for a migration: the doorbell waits for the way back */
+	kicked = !dev->stopped && test_and_clear_bit(VPS_EV_KICK, &dev->events);
 	/*
 	 * Timed by the clock, not by jiffies: on a CPU that does not own the
 	 * tick, jiffies may lag by several ticks (a descheduled vCPU), and
 	 * the look must not come early.
 	 */
-	peek = !kicked && dev->recheck && ktime_get_ns() >= dev->recheck_ns;
+	peek = !kicked && !dev->stopped && dev->recheck &&
+	       ktime_get_ns() >= dev->recheck_ns;
 	if (kicked || peek)
 		WRITE_ONCE(dev->recheck, false);
 	if (kicked)

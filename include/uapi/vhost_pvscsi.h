@@ -427,6 +427,22 @@ struct vps_log {
 #define VPS_ABORT		_IOW(VPS_IOC_TYPE, 0xd9, struct vps_abort)
 #define VPS_GET_STATS		_IOR(VPS_IOC_TYPE, 0xda, struct vps_stats)
 #define VPS_SET_LOG		_IOW(VPS_IOC_TYPE, 0xdb, struct vps_log)
+/*
+ * Live migration, with VPS_SET_LOG.  VPS_STOP 1 on the source: consume no
+ * more requests (doorbells are kept for later), wait for every backing
+ * I/O in flight and post its completion; EBUSY when completions still
+ * wait for room in the completion ring (the guest reaps none: they would
+ * be lost), EINTR when the VMM is killed meanwhile; the adapter stays
+ * stopped in both.  VPS_STOP 0 runs it again.  On the destination,
+ * VPS_RESUME_RINGS and VPS_RESUME_MSG_RING take the guest's set-up
+ * commands again, as VPS_SETUP_RINGS / VPS_SETUP_MSG_RING do, but keep
+ * the indices the rings state page (guest memory, migrated with it)
+ * holds, and look at the request ring at once for what the guest posted
+ * while the source was stopped.
+ */
+#define VPS_STOP		_IOW(VPS_IOC_TYPE, 0xdc, __u32)
+#define VPS_RESUME_RINGS	_IOW(VPS_IOC_TYPE, 0xdd, struct pvscsi_cmd_setup_rings)
+#define VPS_RESUME_MSG_RING	_IOW(VPS_IOC_TYPE, 0xde, struct pvscsi_cmd_setup_msg_ring)
 
 /* ------------------------------------------------------------------ */
 /* size checks                                                        */

@@ -125,7 +125,8 @@ static int set_mem(uint64_t base, uint64_t size, void *uaddr)
 	return ioctl(vfd, VHOST_SET_MEM_TABLE, &t);
 }
 
-static int setup_rings(uint32_t nreq, uint32_t ncmp, uint64_t rs_gpa)
+static struct pvscsi_cmd_setup_rings rings_cfg(uint32_t nreq, uint32_t ncmp,
+					       uint64_t rs_gpa)
 {
 	struct pvscsi_cmd_setup_rings c = {};
 	uint32_t i;
@@ -137,15 +138,29 @@ static int setup_rings(uint32_t nreq, uint32_t ncmp, uint64_t rs_gpa)
 		c.req_ring_ppns[i] = gpa(page(P_REQ + i % REQ_PAGES)) / PG;
 		c.cmp_ring_ppns[i] = gpa(page(P_CMP + i % CMP_PAGES)) / PG;
 	}
+	return c;
+}
+
+static int setup_rings(uint32_t nreq, uint32_t ncmp, uint64_t rs_gpa)
+{
+	struct pvscsi_cmd_setup_rings c = rings_cfg(nreq, ncmp, rs_gpa);
+
 	return ioctl(vfd, VPS_SETUP_RINGS, &c);
 }
 
-static int setup_msg(void)
+static struct pvscsi_cmd_setup_msg_ring msg_cfg(void)
 {
 	struct pvscsi_cmd_setup_msg_ring c = {};
 
 	c.num_pages = MSG_PAGES;
 	c.ring_ppns[0] = gpa(page(P_MSG)) / PG;
+	return c;
+}
+
+static int setup_msg(void)
+{
+	struct pvscsi_cmd_setup_msg_ring c = msg_cfg();
+
 	return ioctl(vfd, VPS_SETUP_MSG_RING, &c);
 }
 
@@ -1323,6 +1338,133 @@ static void check_dirty_log(const char *disk)
 	set_log(0, 0, 0, 0);
 }
 
+/*
+ * A live migration's adapter hand-over, both ends in this process over the
+ * same guest memory (as the source's and the destination's QEMU each map
+ * the guest's RAM): VPS_STOP on the source waits for the I/O in flight and
+ * posts it all before it returns, then consumes nothing (a request posted
+ * meanwhile stays in the ring); a second adapter attaches the same LUN and
+ * takes the rings over with VPS_RESUME_RINGS / VPS_RESUME_MSG_RING, which
+ * keep the indices in the rings state page; the request posted while the
+ * source was stopped completes on the destination, once; data written
+ * through the source reads back through the destination; its message ring
+ * goes on where the source's stopped.  Also: VPS_STOP 0 runs a stopped
+ * adapter again, and bad arguments are refused.
+ */
+static uint32_t burst(int write, uint64_t lba, uint32_t nblk, uint32_t n,
+		      struct result *res, uint32_t *dup);
+
+static int stop(uint32_t on)
+{
+	return ioctl(vfd, VPS_STOP, &on);
+}
+
+static void check_migration(const char *disk)
+{
+	struct pvscsi_cmd_setup_rings rc = rings_cfg(REQ_PAGES, cmp_entries /
+						     PVSCSI_CMP_DESCS_PER_PAGE,
+						     gpa(page(P_RS)));
+	struct pvscsi_cmd_setup_msg_ring mc = msg_cfg();
+	struct pvscsi_msg_dev_status *m = page(P_MSG);
+	uint8_t *w = data(), *rd = data() + (4u << 20);
+	uint32_t i, seed = (uint32_t)time(NULL) ^ 0x5a5a, cons, prod, dup = 0;
+	struct result res[32], r = {};
+	uint64_t parked;
+	struct cmd c;
+	int e, dst;
+
+	tap(stop(2) < 0 && errno == EINVAL, "stop-bad-value-refused", "%s",
+	    strerror(errno));
+	pattern(w, 2000, 64, seed);
+	c = rw16(1, 2000, 64, w, 512);
+	CHECK_GOOD("migrate-write-on-source", c);
+
+	/* stop with 32 READs in flight: all posted when it returns */
+	for (i = 0; i < 32; i++) {
+		c = rw16(0, 2000, 8, rd + (size_t)i * 8 * 512, 512);
+		put_req(&c, next_ctx + i, i % 64);
+	}
+	parked = next_ctx;
+	next_ctx += 32;
+	kick();
+	/* consumed: in flight, or done (nullb is quick) but maybe unposted */
+	for (i = 0; i < 1000 && __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE) !=
+	     req_prod; i++)
+		usleep(1000);
+	e = stop(1);
+	prod = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE);
+	tap(!e && stats().in_flight == 0, "stop-drains-in-flight", "stop %d %s in_flight %llu",
+	    e, strerror(errno), (unsigned long long)stats().in_flight);
+	tap(prod - cmp_cons == 32 && get_cmps(res, 32, 100) == 32 &&
+	    count_dups(res, 32, parked, 32) == 0, "stop-posts-all",
+	    "posted %u of 32", prod - cmp_cons);
+
+	/* stopped: a new request stays in the ring */
+	c = rw16(0, 2000, 64, rd, 512);
+	parked = next_ctx++;
+	memset(rd, 0, 64 * 512);
+	put_req(&c, parked, 0);
+	kick();
+	usleep(200000);
+	cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
+	tap(cons == req_prod - 1, "stopped-consumes-nothing", "req_cons %u req_prod %u",
+	    cons, req_prod);
+
+	/* the destination: a second adapter over the same memory and LUN */
+	dst = open("/dev/vhost-pvscsi", O_RDWR);
+	if (dst < 0 || ioctl(dst, VHOST_SET_OWNER))
+		die("destination");
+	e = ioctl(dst, VPS_RESUME_RINGS, &rc);
+	tap(e < 0 && errno == EINVAL, "resume-without-memory-refused", "%d %s", e,
+	    strerror(errno));
+	close(vfd);
+	close(kick_fd);
+	close(call_fd);
+	close(msg_fd);
+	vfd = dst;
+	calls_seen = 0;
+	if (set_mem(GPA_BASE, RAM_SIZE, ram) || attach(0, 0, disk, 0, 0))
+		die("destination set-up");
+	vps_sim_eventfds(vfd, &kick_fd, &call_fd, &msg_fd);
+	prod = rs->cmp_prod_idx;
+	e = ioctl(vfd, VPS_RESUME_RINGS, &rc);
+	tap(!e && !ioctl(vfd, VPS_RESUME_MSG_RING, &mc), "resume-rings", "%d %s", e,
+	    strerror(errno));
+	tap(get_cmps(&r, 1, 5000) == 1 && r.context == parked && good(&r) &&
+	    rs->cmp_prod_idx == prod + 1, "parked-request-completes-on-destination",
+	    "ctx %llu want %llu host 0x%x cmp_prod %u -> %u",
+	    (unsigned long long)r.context, (unsigned long long)parked, r.host, prod,
+	    rs->cmp_prod_idx);
+	tap(!memcmp(w, rd, 64 * 512), "destination-read-data", "data differs");
+	tap(get_cmps(&r, 1, 200) == 0, "parked-request-once", "a second completion");
+	memset(rd, 0, 64 * 512);
+	c = rw16(0, 2000, 64, rd, 512);
+	CHECK_GOOD("destination-read", c);
+	tap(!memcmp(w, rd, 64 * 512), "destination-read-data-again", "data differs");
+	tap(burst(0, 0, 8, 32, res, &dup) == 32 && !dup, "destination-burst",
+	    "dups %u", dup);
+
+	/* its message ring goes on where the source's stopped */
+	e = attach(3, 4, disk, VPS_LUN_READ_ONLY, 0);
+	tap(!e && rs->msg_prod_idx == msg_cons + 1 &&
+	    m[msg_cons % (MSG_PAGES * PG / sizeof(*m))].type == PVSCSI_MSG_DEV_ADDED,
+	    "destination-message-ring", "e %d prod %u cons %u", e, rs->msg_prod_idx,
+	    msg_cons);
+	msg_cons = rs->msg_prod_idx;
+	rs->msg_cons_idx = msg_cons;
+
+	/* stopped and run again: the doorbell rung meanwhile is served */
+	tap(!stop(1), "stop-again", "%s", strerror(errno));
+	c = rw16(0, 2000, 8, rd, 512);
+	parked = next_ctx++;
+	put_req(&c, parked, 0);
+	kick();
+	tap(get_cmps(&r, 1, 200) == 0, "stopped-again-consumes-nothing", "completed");
+	tap(!stop(0) && get_cmps(&r, 1, 5000) == 1 && r.context == parked && good(&r),
+	    "run-again-serves-doorbell", "ctx %llu host 0x%x", (unsigned long long)r.context,
+	    r.host);
+}
+
 /* many I/Os in flight, then resets and aborts: each completes once */
 static void check_inflight(void)
 {
@@ -1933,6 +2075,7 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_hostile();
 	check_remap_failure();
 	check_owner_killed(disk);
+	check_migration(disk);
 	{
 		struct vps_stats s = stats();
 
