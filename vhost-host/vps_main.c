@@ -252,8 +252,7 @@ static const struct file_operations vps_fail_fops = {
 static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 {
 	struct pvscsi_cmd_setup_rings c;
-	__le32 cons = 0, prod = 0;
-	u32 nreq, ncmp;
+	u32 nreq, ncmp, cons = 0, prod = 0;
 	int ret;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -277,14 +276,14 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 	}
 	dev->req_entries_log2 = ilog2(nreq * PVSCSI_REQ_DESCS_PER_PAGE);
 	dev->cmp_entries_log2 = ilog2(ncmp * PVSCSI_CMP_DESCS_PER_PAGE);
-	if (resume && (get_user(cons, &dev->rs->req_cons_idx) ||
-		       get_user(prod, &dev->rs->cmp_prod_idx))) {
+	if (resume && (vps_rs_get(dev, &dev->rs->req_cons_idx, &cons) ||
+		       vps_rs_get(dev, &dev->rs->cmp_prod_idx, &prod))) {
 		vps_drop_rings(dev);
 		return -EFAULT;
 	}
 	/* what the guest wrote there is checked as it is used, each round */
-	dev->req_cons = le32_to_cpu(cons);
-	dev->cmp_prod = le32_to_cpu(prod);
+	dev->req_cons = cons;
+	dev->cmp_prod = prod;
 	dev->broken = false;
 	dev->req_threshold = false;
 	dev->stale_armed = false;
@@ -304,8 +303,7 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp,
 			      bool resume)
 {
 	struct pvscsi_cmd_setup_msg_ring c;
-	__le32 prod = 0;
-	u32 n;
+	u32 n, prod = 0;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
 		return -EFAULT;
@@ -320,9 +318,9 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp,
 	if (vps_map_msg_ring(dev))
 		return -EFAULT;
 	dev->msg_entries_log2 = ilog2(n * PVSCSI_MSG_DESCS_PER_PAGE);
-	if (resume && get_user(prod, &dev->rs->msg_prod_idx))
+	if (resume && vps_rs_get(dev, &dev->rs->msg_prod_idx, &prod))
 		return -EFAULT;
-	dev->msg_prod = le32_to_cpu(prod);
+	dev->msg_prod = prod;
 	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, dev->msg_prod) ||
 	    vps_rs_put(dev, &dev->rs->msg_num_entries_log2, dev->msg_entries_log2))
 		return -EFAULT;

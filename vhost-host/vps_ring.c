@@ -100,7 +100,7 @@ int vps_map_msg_ring(struct vps_dev *dev)
 				   dev->msg_pages);
 }
 
-static int vps_rs_get(struct vps_dev *dev, __le32 __user *field, u32 *val)
+int vps_rs_get(struct vps_dev *dev, __le32 __user *field, u32 *val)
 {
 	__le32 v;
 
@@ -273,7 +273,7 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 	 * I/O and a bounce's copy are done): log it before its completion,
 	 * also when nobody receives that (it still changed guest pages)
 	 */
-	for (i = 0; !req->write && i < req->nr_iovs; i++)
+	for (i = 0; dev->log.on && !req->write && i < req->nr_iovs; i++)
 		vps_log_write(dev, req->iov[i].iov_base, req->iov[i].iov_len);
 	if (req->active) {
 		atomic_dec(&req->lun->outstanding);

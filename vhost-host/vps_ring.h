@@ -18,6 +18,7 @@ bool vps_pages_ok(u32 n, u32 max);
 int vps_map_rings(struct vps_dev *dev);
 int vps_map_msg_ring(struct vps_dev *dev);
 void vps_drop_rings(struct vps_dev *dev);
+int vps_rs_get(struct vps_dev *dev, __le32 __user *field, u32 *val);
 int vps_rs_put(struct vps_dev *dev, __le32 __user *field, u32 val);
 
 /* completion */
