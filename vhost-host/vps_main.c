@@ -204,15 +204,17 @@ err:
 }
 
 /*
- * A test hook (debugfs, root only): "detach", "reset_device" or
- * "setup_rings" written to fail_once makes the next such ioctl of any
- * adapter fail with -EIO, once.  Nothing else makes them fail from
- * outside, and the VMM's and the guest's answers to a failure (the
- * device stays; the guest is told; a host reset fails) need a test.
+ * A test hook (debugfs, root only): "detach", "reset_device",
+ * "setup_rings" or "set_owner" written to fail_once makes the next such
+ * ioctl of any adapter fail with -EIO, once.  Nothing else makes them fail
+ * from outside, and the VMM's and the guest's answers to a failure (the
+ * device stays; the guest is told; a host reset fails; a realize that
+ * fails after opening us closes what it opened) need a test.
  */
 #define VPS_FAIL_DETACH		0
 #define VPS_FAIL_RESET_DEVICE	1
 #define VPS_FAIL_SETUP_RINGS	2
+#define VPS_FAIL_SET_OWNER	3
 static unsigned long vps_fail_once;
 
 static bool vps_fail_now(int what)
@@ -233,6 +235,8 @@ static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 		set_bit(VPS_FAIL_RESET_DEVICE, &vps_fail_once);
 	else if (sysfs_streq(k, "setup_rings"))
 		set_bit(VPS_FAIL_SETUP_RINGS, &vps_fail_once);
+	else if (sysfs_streq(k, "set_owner"))
+		set_bit(VPS_FAIL_SET_OWNER, &vps_fail_once);
 	else
 		return -EINVAL;
 	return len;
@@ -644,7 +648,7 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 
 	mutex_lock(&dev->mutex);
 	if (cmd == VHOST_SET_OWNER) {
-		ret = vps_set_owner(dev);
+		ret = vps_fail_now(VPS_FAIL_SET_OWNER) ? -EIO : vps_set_owner(dev);
 		goto out;
 	}
 	/*
