@@ -203,10 +203,24 @@ vps_inner_start() {
 		set -- -kernel "$_k" -initrd "$_i" \
 			-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc" "$@"
 	fi
-	rm -f "/tmp/$_n.console" "/tmp/$_n.results" "/tmp/$_n.code" "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
+	# VPS_INNER_INCOMING=URI: a migration's destination for the inner
+	# guest NAME that runs (tests/stack/stack_migrate.sh): the guest goes
+	# on writing the same console and results files, vps_inner_wait waits
+	# for this QEMU, the monitor fifos are its, and only the QEMU started
+	# last (_inst) gives NAME its exit code
+	_inst=$(( $(cat "/tmp/$_n.inst" 2>/dev/null || echo 0) + 1 ))
+	if [ -n "${VPS_INNER_INCOMING:-}" ]; then
+		set -- "$@" -incoming "$VPS_INNER_INCOMING"
+		rm -f "/tmp/$_n.code"
+	else
+		_inst=1
+		rm -f "/tmp/$_n.console" "/tmp/$_n.results" "/tmp/$_n.code" "/tmp/$_n.qemu"
+	fi
+	echo "$_inst" > "/tmp/$_n.inst"
 	# its monitor, for vps_inner_threads (where its vCPU is)
+	rm -f "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
 	mkfifo "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
-	echo "+ inner guest $_n: $(vps_inner_accel) $*"
+	echo "+ inner guest $_n (QEMU $_inst): $(vps_inner_accel) $*"
 	# The heartbeat tells a frozen guest (silent) from one whose I/O hangs.
 	# vps.hvc: the init writes its output and results to virtio consoles
 	# (hvc0, hvc1), not to the 8250s, whose userspace output waits for a
@@ -234,23 +248,28 @@ vps_inner_start() {
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-name "$_n,debug-threads=on" -chardev pipe,id=vps_imon,path="/tmp/$_n.mon" -mon chardev=vps_imon,mode=readline \
 		"$@" \
-		</dev/null >"/tmp/$_n.qemu" 2>&1
-	  echo $? > "/tmp/$_n.code" ) &
+		</dev/null >>"/tmp/$_n.qemu" 2>&1
+	  _rc=$?
+	  echo "$_rc" > "/tmp/$_n.code.$_inst"
+	  [ "$(cat "/tmp/$_n.inst")" != "$_inst" ] || echo "$_rc" > "/tmp/$_n.code" ) &
 	echo $! > "/tmp/$_n.pid"
 	# vps.inner_console on the host VM's command line (VPS_VM_CMDLINE):
 	# the inner console goes to the host VM's as well, for the last words
 	# of an inner guest when the host VM itself dies
-	if grep -qw vps.inner_console /proc/cmdline; then
+	if [ "$_inst" = 1 ] && grep -qw vps.inner_console /proc/cmdline; then
 		( tail -F "/tmp/$_n.console" 2>/dev/null |
 			while IFS= read -r _l; do echo "inner/$_n| $_l"; done > "${VPS_CON:-/dev/console}" ) &
 	fi
 	vps_wait 10 test -s "/tmp/$_n.console" || true
 }
 
-# vps_inner_pid NAME: the inner QEMU's pid (for kill tests)
+# vps_inner_pid NAME: the inner QEMU's pid (for kill tests); while a
+# migration runs two QEMUs, the one started last.  Not its busybox
+# timeout's watchdog, a child of the QEMU process whose arguments name
+# the QEMU's too.
 vps_inner_pid() {
-	ps -o pid,args | grep "path=/tmp/$1.console" | grep -v grep | grep qemu-system |
-		awk '{print $1}' | head -1
+	ps -o pid,args | grep "path=/tmp/$1.console" | awk '$2 ~ /qemu-system/ {print $1}' |
+		sort -n | tail -1
 }
 
 # vps_inner_alive NAME: for a failure's log, when the inner console was
