@@ -458,6 +458,61 @@ vps_inner_run() {
 	vps_inner_wait "$1"
 }
 
+# --- QMP of an inner QEMU, over a pipe chardev --------------------------------
+# Give QEMU "-chardev pipe,id=qmp,path=/tmp/TAG.qmp -mon chardev=qmp,mode=control"
+# (vps_qmp_args TAG), after vps_qmp_fifos TAG; once it started,
+# vps_qmp_attach TAG.  Its answers and events collect in /tmp/TAG.qmp.log.
+vps_qmp_fifos() {
+	rm -f "/tmp/$1.qmp.in" "/tmp/$1.qmp.out" "/tmp/$1.qmp.log"
+	mkfifo "/tmp/$1.qmp.in" "/tmp/$1.qmp.out"
+	: > "/tmp/$1.qmp.log"
+}
+vps_qmp_args() { echo "-chardev pipe,id=qmp,path=/tmp/$1.qmp -mon chardev=qmp,mode=control"; }
+vps_qmp_attach() {
+	cat "/tmp/$1.qmp.out" >> "/tmp/$1.qmp.log" &
+	vps_qmp "$1" '{"execute":"qmp_capabilities"}' > /dev/null
+}
+# vps_qmp TAG JSON: send one command, print its answer (30 s at most);
+# false on an error or none.  The write is timed too: a fifo whose QEMU
+# is gone would block it for ever.
+vps_qmp() {
+	_ql=$(wc -l < "/tmp/$1.qmp.log")
+	timeout 5 sh -c 'printf "%s\n" "$1" > "$2"' sh "$2" "/tmp/$1.qmp.in" || { echo "qmp $1: cannot write"; return 1; }
+	_qe=$(( $(date +%s) + 30 ))
+	while [ "$(date +%s)" -lt "$_qe" ]; do
+		_qa=$(tail -n +$((_ql + 1)) "/tmp/$1.qmp.log" | grep -m1 -E '"(return|error)"')
+		if [ -n "$_qa" ]; then
+			echo "$_qa"
+			case "$_qa" in *'"error"'*) return 1 ;; esac
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "qmp $1: no answer in 30 s to $2"
+	return 1
+}
+# vps_qmp_status ANSWER: the "status" of a query-migrate or query-status
+vps_qmp_status() { echo "$1" | sed -n 's/.*"status": "\([a-z-]*\)".*/\1/p' | head -1; }
+# vps_qmp_num ANSWER KEY: a number in an answer (total-time, downtime, ...)
+vps_qmp_num() { echo "$1" | sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" | head -1; }
+# vps_migrate TAG URI SECONDS: migrate TAG's QEMU to URI and wait for the
+# end (SECONDS at most); prints query-migrate's last answer, true when
+# the migration completed
+vps_migrate() {
+	vps_qmp "$1" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"$2\"}}" > /dev/null || return 1
+	_me=$(( $(date +%s) + $3 ))
+	while [ "$(date +%s)" -lt "$_me" ]; do
+		_ma=$(vps_qmp "$1" '{"execute":"query-migrate"}')
+		case "$(vps_qmp_status "$_ma")" in
+		completed) echo "$_ma"; return 0 ;;
+		failed|cancelled) echo "$_ma"; return 1 ;;
+		esac
+		sleep 0.5
+	done
+	echo "$_ma"
+	return 1
+}
+
 # t_tap PREFIX CMD...: run a program that prints TAP ("ok N - name",
 # "not ok N - name # why") and relay each line as PREFIX/name; the program
 # must also exit 0 and report at least one line

@@ -48,35 +48,11 @@ t_check load vps_load vhost_pvscsi
 D=/sys/kernel/debug/vhost_pvscsi
 drv=$DRV
 
-# --- QMP over a pipe chardev: /tmp/TAG.qmp.{in,out}, answers in .qmp.log
-qmp_fifos() {
-	rm -f "/tmp/$1.qmp.in" "/tmp/$1.qmp.out" "/tmp/$1.qmp.log"
-	mkfifo "/tmp/$1.qmp.in" "/tmp/$1.qmp.out"
-	: > "/tmp/$1.qmp.log"
-}
-# qmp TAG JSON: send one command, print its answer (30 s at most); the
-# write is timed too: a fifo whose QEMU is gone would block it for ever
-qmp() {
-	_ql=$(wc -l < "/tmp/$1.qmp.log")
-	timeout 5 sh -c 'printf "%s\n" "$1" > "$2"' sh "$2" "/tmp/$1.qmp.in" || { echo "qmp $1: cannot write"; return 1; }
-	_qe=$(( $(date +%s) + 30 ))
-	while [ "$(date +%s)" -lt "$_qe" ]; do
-		_qa=$(tail -n +$((_ql + 1)) "/tmp/$1.qmp.log" | grep -m1 -E '"(return|error)"')
-		if [ -n "$_qa" ]; then
-			echo "$_qa"
-			case "$_qa" in *'"error"'*) return 1 ;; esac
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "qmp $1: no answer in 30 s to $2"
-	return 1
-}
 # qemu_start TAG [incoming]: this driver's guest on a QEMU whose QMP is
 # TAG's (a migration destination with "incoming")
 sock=/tmp/mig-$drv.sock
 qemu_start() {
-	qmp_fifos "$1"
+	vps_qmp_fifos "$1"
 	if [ -n "${2:-}" ]; then rm -f "$sock"; export VPS_INNER_INCOMING=unix:$sock; fi
 	VPS_INNER_MEM=384 VPS_INNER_HUGEPAGES=0 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 1400 \
 		-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
@@ -84,11 +60,10 @@ qemu_start() {
 		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
 		-blockdev driver=host_device,node-name=mb,filename=/dev/ram1,cache.direct=on \
 		-device virtio-blk-pci,drive=mb \
-		-chardev pipe,id=qmp,path="/tmp/$1.qmp" -mon chardev=qmp,mode=control \
+		$(vps_qmp_args "$1") \
 		-trace vhost_pvscsi_stop -trace vhost_pvscsi_log -trace vhost_pvscsi_ioctl_error
 	unset VPS_INNER_INCOMING
-	cat "/tmp/$1.qmp.out" >> "/tmp/$1.qmp.log" &
-	qmp "$1" '{"execute":"qmp_capabilities"}' > /dev/null
+	vps_qmp_attach "$1"
 }
 # mailbox WORD: the guest's next order
 mailbox() {
@@ -104,7 +79,6 @@ field() {
 		echo 0
 	fi
 }
-mstatus() { echo "$1" | sed -n 's/.*"status": "\([a-z-]*\)".*/\1/p'; }
 
 # migrate LABEL: move the guest from QEMU $cur to a new one; sets cur
 requests=0
@@ -116,17 +90,9 @@ migrate() {
 	a=$(adapter "$src")
 	qemu_start "$next" incoming
 	vps_wait 30 test -S "$sock" || echo "$l: no socket $sock: $(tail -3 /tmp/$drv.qemu)"
-	ans=$(qmp "$cur" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$sock\"}}")
-	echo "$l: migrate: $ans"
-	t0=$(date +%s)
-	st=
-	while [ $(( $(date +%s) - t0 )) -lt 300 ]; do
-		ans=$(qmp "$cur" '{"execute":"query-migrate"}')
-		st=$(mstatus "$ans")
-		case "$st" in completed|failed|cancelled) break ;; esac
-		sleep 1
-	done
-	echo "$l: $(echo "$ans" | sed -n 's/.*"total-time": \([0-9]*\).*/total-time \1 ms/p') $(echo "$ans" | sed -n 's/.*"downtime": \([0-9]*\).*/downtime \1 ms/p') $(echo "$ans" | sed -n 's/.*"setup-time": \([0-9]*\).*/setup-time \1 ms/p')"
+	ans=$(vps_migrate "$cur" "unix:$sock" 300)
+	st=$(vps_qmp_status "$ans")
+	echo "$l: total-time $(vps_qmp_num "$ans" total-time) ms downtime $(vps_qmp_num "$ans" downtime) ms setup-time $(vps_qmp_num "$ans" setup-time) ms"
 	t_equal "$l/completed" "$st" completed
 	if [ "$st" != completed ]; then
 		echo "$ans"
@@ -147,10 +113,10 @@ migrate() {
 	else
 		t_fail "$l/source-drained" "no adapter of QEMU $src in $D"
 	fi
-	qmp "$cur" '{"execute":"quit"}' > /dev/null
+	vps_qmp "$cur" '{"execute":"quit"}' > /dev/null
 	vps_wait 30 sh -c "! test -e /proc/$src" || t_fail "$l/source-exits" "QEMU $src still runs"
 	cur=$next
-	t_match "$l/destination-runs" "$(qmp "$cur" '{"execute":"query-status"}')" '"status": "running"'
+	t_match "$l/destination-runs" "$(vps_qmp "$cur" '{"execute":"query-status"}')" '"status": "running"'
 }
 
 # --- the guest on its first QEMU
@@ -185,25 +151,25 @@ if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 	src=$(vps_inner_pid "$drv")
 	inst=$(cat "/tmp/$drv.inst")
 	pidf=$(cat "/tmp/$drv.pid")
-	qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":2097152}}'
+	vps_qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":2097152}}'
 	n=$((n + 1))
 	next=$drv-q$n
 	qemu_start "$next" incoming
 	dst=$(vps_inner_pid "$drv")
 	vps_wait 30 test -S "$sock"
-	qmp "$cur" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$sock\"}}"
+	vps_qmp "$cur" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$sock\"}}"
 	sleep 4
-	st=$(mstatus "$(qmp "$cur" '{"execute":"query-migrate"}')")
+	st=$(vps_qmp_status "$(vps_qmp "$cur" '{"execute":"query-migrate"}')")
 	t_equal cancel/active-before "$st" active
-	qmp "$cur" '{"execute":"migrate_cancel"}'
+	vps_qmp "$cur" '{"execute":"migrate_cancel"}'
 	t0=$(date +%s)
 	while [ $(( $(date +%s) - t0 )) -lt 60 ]; do
-		st=$(mstatus "$(qmp "$cur" '{"execute":"query-migrate"}')")
+		st=$(vps_qmp_status "$(vps_qmp "$cur" '{"execute":"query-migrate"}')")
 		case "$st" in cancelled|completed|failed) break ;; esac
 		sleep 1
 	done
 	t_equal cancel/cancelled "$st" cancelled
-	t_match cancel/source-runs "$(qmp "$cur" '{"execute":"query-status"}')" '"status": "running"'
+	t_match cancel/source-runs "$(vps_qmp "$cur" '{"execute":"query-status"}')" '"status": "running"'
 	# the destination gives up by itself once its stream breaks
 	if vps_wait 60 sh -c "! test -e /proc/$dst"; then t_ok cancel/destination-exits; else
 		t_fail cancel/destination-exits "QEMU $dst still runs: $(tail -3 /tmp/$drv.qemu)"
@@ -216,7 +182,7 @@ if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 	rm -f "/tmp/$drv.code" "/tmp/$drv.mon.in" "/tmp/$drv.mon.out"
 	a=$(adapter "$src")
 	t_match cancel/adapter-runs "$([ -n "$a" ] && tr '\n' ' ' < "$a")" '^owner [0-9]+ rings 1 broken 0 '
-	qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":1073741824}}'
+	vps_qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":1073741824}}'
 
 	# migrations while the guest resets its device, bus and adapter
 	mailbox go2
