@@ -14,7 +14,9 @@
 # the requests the module's adapters (one per QEMU) took from the ring:
 # none lost, none doubled.  A migration is then cancelled midway (the
 # bandwidth held to 2 MB/s): the source goes on running, the destination
-# exits.  Then two more migrations while the guest resets the device,
+# exits.  A destination whose adapter lacks the guest's LUN refuses the
+# device state, says why, and the source runs on.  Then two more
+# migrations while the guest resets the device,
 # the bus and the adapter in a loop under the same load.  The guest
 # judges its data (every round verified, the last ones read back again)
 # and its log; at the end nothing is open in the module, it unloads, and
@@ -48,16 +50,19 @@ t_check load vps_load vhost_pvscsi
 D=/sys/kernel/debug/vhost_pvscsi
 drv=$DRV
 
-# qemu_start TAG [incoming]: this driver's guest on a QEMU whose QMP is
-# TAG's (a migration destination with "incoming")
+# qemu_start TAG [incoming [nolun]]: this driver's guest on a QEMU whose
+# QMP is TAG's (a migration destination with "incoming"; "nolun": one
+# whose adapter lacks the guest's LUN)
 sock=/tmp/mig-$drv.sock
 qemu_start() {
+	local lun="-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0"
+	[ "${3:-}" != nolun ] || lun=
 	vps_qmp_fifos "$1"
 	if [ -n "${2:-}" ]; then rm -f "$sock"; export VPS_INNER_INCOMING=unix:$sock; fi
+	# shellcheck disable=SC2086
 	VPS_INNER_MEM=384 VPS_INNER_HUGEPAGES=0 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 1400 \
 		-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
-		-device vhost-pvscsi,id=hba0,max-targets=1 \
-		-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+		-device vhost-pvscsi,id=hba0,max-targets=1 $lun \
 		-blockdev driver=host_device,node-name=mb,filename=/dev/ram1,cache.direct=on \
 		-device virtio-blk-pci,drive=mb \
 		$(vps_qmp_args "$1") \
@@ -151,6 +156,13 @@ if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 	src=$(vps_inner_pid "$drv")
 	inst=$(cat "/tmp/$drv.inst")
 	pidf=$(cat "/tmp/$drv.pid")
+	# back_to_source: once the destination is gone, the source is NAME's
+	# QEMU again; its own monitor fifos are gone
+	back_to_source() {
+		echo "$inst" > "/tmp/$drv.inst"
+		echo "$pidf" > "/tmp/$drv.pid"
+		rm -f "/tmp/$drv.code" "/tmp/$drv.mon.in" "/tmp/$drv.mon.out"
+	}
 	vps_qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":2097152}}'
 	n=$((n + 1))
 	next=$drv-q$n
@@ -176,13 +188,34 @@ if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 		kill -9 "$dst"
 	fi
 	sleep 1
-	# the source is NAME's QEMU again; its own monitor fifos are gone
-	echo "$inst" > "/tmp/$drv.inst"
-	echo "$pidf" > "/tmp/$drv.pid"
-	rm -f "/tmp/$drv.code" "/tmp/$drv.mon.in" "/tmp/$drv.mon.out"
+	back_to_source
 	a=$(adapter "$src")
 	t_match cancel/adapter-runs "$([ -n "$a" ] && tr '\n' ' ' < "$a")" '^owner [0-9]+ rings 1 broken 0 '
 	vps_qmp "$cur" '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":1073741824}}'
+
+	# a destination whose adapter lacks the guest's LUN refuses the
+	# device state and says why; the source goes on (QEMU resumes it, or
+	# it is told to "cont" when it had sent everything)
+	n=$((n + 1))
+	next=$drv-q$n
+	qemu_start "$next" incoming nolun
+	dst=$(vps_inner_pid "$drv")
+	vps_wait 30 test -S "$sock"
+	ans=$(vps_migrate "$cur" "unix:$sock" 120)
+	echo "lun-mismatch: $(vps_qmp_status "$ans")"
+	if vps_wait 60 sh -c "! test -e /proc/$dst"; then t_ok lun-mismatch/destination-refuses; else
+		t_fail lun-mismatch/destination-refuses "QEMU $dst still runs: $(tail -3 /tmp/$drv.qemu)"
+		kill -9 "$dst"
+	fi
+	t_match lun-mismatch/says-why "$(tail -5 "/tmp/$drv.qemu")" \
+		'target 0: the source served LUNs 0x1, this destination serves 0x0: give it the same scsi-hd devices'
+	sleep 1
+	back_to_source
+	case "$(vps_qmp_status "$(vps_qmp "$cur" '{"execute":"query-status"}')")" in
+	running) ;;
+	*) vps_qmp "$cur" '{"execute":"cont"}' ;;
+	esac
+	t_match lun-mismatch/source-runs "$(vps_qmp "$cur" '{"execute":"query-status"}')" '"status": "running"'
 
 	# migrations while the guest resets its device, bus and adapter
 	mailbox go2

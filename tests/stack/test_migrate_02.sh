@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 80
+# checks: 83
 #
 # Live migration of a KVM guest with our pvscsi_mq on -device
 # vhost-pvscsi, 10 times in a row under a verified write load, a
