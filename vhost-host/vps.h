@@ -170,7 +170,8 @@ struct vps_dev {
 	 * so that the first to finish does not lift another one's.
 	 */
 	unsigned int quiesce;
-	bool stopped;				/* VPS_STOP: consume nothing */
+	/* VPS_STOP: consume nothing; [M], read unlocked by the idle worker */
+	bool stopped;
 	bool backlog_wait;			/* completions wait for ring room */
 	bool need_call;				/* posted since the last call */
 	bool cmp_stall;				/* stopped: no completion room */

@@ -486,11 +486,11 @@ static int vps_stop(struct vps_dev *dev, void __user *argp)
 	if (stop > 1)
 		return -EINVAL;
 	if (!stop) {
-		dev->stopped = false;
+		WRITE_ONCE(dev->stopped, false);
 		vps_kick_worker(dev);
 		return 0;
 	}
-	dev->stopped = true;
+	WRITE_ONCE(dev->stopped, true);
 	ret = vps_quiesce_wait(dev);
 	if (ret)
 		return ret;
@@ -800,6 +800,14 @@ static int vps_release(struct inode *inode, struct file *f)
 	 * and points at our requests, so the rest waits for it.
 	 */
 	vps_drop_rings(dev);
+	/*
+	 * Nor to the VMM's dirty log: the I/O that completes from here on
+	 * runs in a kworker, or in whichever process closed the last
+	 * reference, neither of which maps the owner's bitmap (until
+	 * 2026-12-03 a READ finishing after close with the log on pinned
+	 * the bitmap's address in a kworker with no mm, and oopsed).
+	 */
+	dev->log.on = false;
 	dev->quiesce++;		/* for good: dev goes */
 	mutex_unlock(&dev->mutex);
 	if (atomic_read(&dev->io_pending)) {

@@ -207,7 +207,8 @@ void vps_log_write(struct vps_dev *dev, const void __user *p, u64 len)
 	const struct vps_mem *mem = dev->mem;
 	u32 i;
 
-	if (!dev->log.on || !len || !mem)
+	/* the bitmap is the owner's: only its mm may set bits in it */
+	if (!dev->log.on || !len || !mem || current->mm != dev->mm)
 		return;
 	for (i = 0; i < mem->nregions; i++) {
 		const struct vps_region *r = &mem->r[i];

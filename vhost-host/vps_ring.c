@@ -640,10 +640,16 @@ static bool vps_round(struct vps_dev *dev)
 	return again;
 }
 
-/* is there anything for the worker? (it is about to sleep otherwise) */
+/*
+ * Is there anything for the worker? (it is about to sleep otherwise)  A
+ * doorbell rung while the adapter is stopped waits for VPS_STOP 0, which
+ * wakes the worker: until 2026-12-03 it counted as work, and the worker
+ * spun on it for as long as the VM stayed stopped.
+ */
 static bool vps_worker_has_work(struct vps_dev *dev)
 {
-	return test_bit(VPS_EV_KICK, &dev->events) || !llist_empty(&dev->done);
+	return (!READ_ONCE(dev->stopped) && test_bit(VPS_EV_KICK, &dev->events)) ||
+	       !llist_empty(&dev->done);
 }
 
 /*
@@ -999,6 +1005,8 @@ static void vps_owner_gone(struct vps_dev *dev)
 	spin_unlock_irq(&dev->io_wait.lock);
 	vps_kick_stop(dev);
 	vps_drop_rings(dev);
+	/* the dirty log is in the owner's memory too */
+	dev->log.on = false;
 	dev->quiesce++;		/* for good: nothing more is submitted */
 	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 87
+# checks: 90
 #
 # Faults beneath a LUN (device mapper over null_blk, driven by
 # tests/host/vps_test): a dm-flakey segment that fails reads, then one

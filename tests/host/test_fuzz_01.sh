@@ -10,7 +10,9 @@
 # disk behind dm-delay (3 ms per I/O, so that resets, aborts, detaches and
 # closes catch backing I/O in flight): random and mutated descriptors, SG lists,
 # ring-state index writes, resets, aborts, attach/detach, memory table
-# changes and closes interleaved with I/O against null_blk, an ext4 file
+# changes and closes, migration stops (VPS_STOP: nothing in flight once
+# stopped, nothing consumed until run again) with the dirty log turned
+# on, off and checked while stopped, interleaved with I/O against null_blk, an ext4 file
 # and a read-only brd LUN.  Every completion valid and once, no hang in a
 # sane epoch, the gauges at 0 after every close, the module unloads.
 # The fresh seed is in the check's name: replay it with VPS_FUZZ_SEED=N.

@@ -121,7 +121,23 @@ static int attached[4][2];		/* [target][lun]: 1 = attached */
 static struct {
 	uint64_t iterations, descriptors, completions, epochs, breaks, closes;
 	uint64_t aborts_ok, resets, detaches, drains, stale_ok;
+	uint64_t stops, stops_busy, log_checks;
 } st;
+
+/*
+ * The dirty log (VPS_SET_LOG) over all guest-physical pages up to the end
+ * of RAM.  It is turned on, off and cleared only while the adapter is
+ * stopped (nothing half written), and checked there: every completion
+ * ring page the fuzzer harvested entries from since the last clear, and
+ * the rings state page, must have their bits.
+ */
+#define LOG_BYTES	((GPA_BASE + RAM_SIZE) / PG / 8)
+static uint8_t *logmap;
+static int log_on;
+static uint32_t log_want_cmp;		/* bit i: completion ring page i */
+static int log_want_rs;
+/* the first completion written with the log on (those before are not) */
+static uint32_t log_from;
 
 /* READ/WRITEs to LUNs lately submitted: the abort's favourite victims */
 static uint64_t recent_rw[64];
@@ -261,6 +277,7 @@ static void new_epoch_rings(void)
 	req_entries = req_pages * PVSCSI_REQ_DESCS_PER_PAGE;
 	cmp_entries = cmp_pages * PVSCSI_CMP_DESCS_PER_PAGE;
 	req_prod = 0;
+	log_from = 0;
 	cmp_cons = 0;
 	threshold_on = 0;
 	broken = 0;
@@ -334,6 +351,7 @@ static void close_adapter(int check)
 	close(msg_fd);
 	vfd = -1;
 	rings_up = 0;
+	log_on = 0;
 	forget_all();
 	st.closes++;
 	op("close");
@@ -441,6 +459,10 @@ static uint32_t harvest(void)
 			(size_t)(cmp_cons & (cmp_entries - 1)) * sizeof(*c));
 
 		check_cmp(c);
+		if (log_on && (int32_t)(cmp_cons - log_from) >= 0) {
+			log_want_cmp |= 1u << ((cmp_cons & (cmp_entries - 1)) * sizeof(*c) / PG);
+			log_want_rs = 1;
+		}
 		cmp_cons++;
 		n++;
 	}
@@ -808,6 +830,110 @@ static void adapter_reset(void)
 	new_epoch_rings();
 }
 
+static int log_bit(unsigned int pg)
+{
+	uint64_t n = gpa_of(pg) / PG;
+
+	return (logmap[n / 8] >> (n % 8)) & 1;
+}
+
+static int set_log(uint32_t flags, uint64_t size)
+{
+	struct vps_log l = { (uintptr_t)logmap, size, flags, 0 };
+
+	return ioctl(vfd, VPS_SET_LOG, &l);
+}
+
+static void log_clear(void)
+{
+	memset(logmap, 0, LOG_BYTES);
+	log_want_cmp = 0;
+	log_want_rs = 0;
+}
+
+/* a requests_in_flight gauge of 0: nothing of this adapter in flight */
+static int nothing_in_flight(char *buf, size_t len)
+{
+	FILE *f = fopen(GAUGES, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, "requests_in_flight 0\n") != NULL;
+}
+
+/*
+ * A live migration's hand-over on this adapter: VPS_STOP 1 drains and
+ * posts what is in flight (EBUSY only when completions wait for room the
+ * guest did not make), consumes nothing while stopped, VPS_STOP 0 runs
+ * it again; the dirty log is checked, cleared and toggled meanwhile.
+ */
+static void stop_op(void)
+{
+	uint32_t one = 1, zero = 0, cons, i, n = 1 + rnd(4), k = rnd(100);
+	char g[256];
+	int e;
+
+	op("stop");
+	st.stops++;
+	e = ioctl(vfd, VPS_STOP, &one);
+	if (e && errno == EBUSY) {
+		st.stops_busy++;
+		if (!broken && rs->cmp_prod_idx - rs->cmp_cons_idx < cmp_entries)
+			fail("stop: EBUSY with room in the completion ring (prod %u cons %u of %u)",
+			     rs->cmp_prod_idx, rs->cmp_cons_idx, cmp_entries);
+	} else if (e) {
+		fail("stop: %s", strerror(errno));
+	} else {
+		if (!nothing_in_flight(g, sizeof(g)))
+			fail("stopped, yet in flight: %s", g);
+		harvest();
+		if (log_on) {
+			st.log_checks++;
+			if (log_want_rs && !log_bit(P_RS))
+				fail("dirty log: rings state page not logged");
+			for (i = 0; i < 32; i++)
+				if ((log_want_cmp >> i & 1) && !log_bit(P_CMP + i))
+					fail("dirty log: completion ring page %u not logged", i);
+			/* what was posted is all read: nothing is half seen */
+			if (cmp_cons == rs->cmp_prod_idx)
+				log_clear();
+		}
+		if (k < 20) {
+			op("log %s", log_on ? "off" : "on");
+			if (!log_on) {
+				/* what was posted so far, unread or not, was not logged */
+				log_clear();
+				log_from = rs->cmp_prod_idx;
+			}
+			expect(set_log(log_on ? 0 : VPS_LOG_ENABLE, LOG_BYTES), "set log", 0, 0);
+			log_on = !log_on;
+		} else if (k < 25) {
+			/* a bitmap short of the memory table is refused */
+			op("log too small");
+			e = set_log(VPS_LOG_ENABLE, LOG_BYTES / 2);
+			e = e && errno == EINVAL ? 0 : (errno = EPROTO, -1);
+			expect(e, "short log", 0, 0);
+			/* and changed nothing: the log stays as it was */
+		}
+	}
+	/* stopped: a doorbell is kept, nothing is taken from the ring */
+	cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
+	if (rings_up && !broken) {
+		submit(n);
+		kick();
+		usleep(2000);
+		if (__atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE) != cons)
+			fail("stopped adapter consumed requests: cons %u -> %u", cons,
+			     rs->req_cons_idx);
+	}
+	op("run again");
+	expect(ioctl(vfd, VPS_STOP, &zero), "run again", 0, 0);
+}
+
 static void one_op(void)
 {
 	uint32_t k = rnd(1000);
@@ -972,6 +1098,8 @@ static void one_op(void)
 		/* let the worker run: requests get consumed and reach the disk */
 		op("pause");
 		usleep(200 + rnd(3000));
+	} else if (k < 912) {
+		stop_op();
 	} else {
 		harvest();
 		if (rings_up && !broken)
@@ -1031,6 +1159,9 @@ int main(int argc, char **argv)
 		die("mmap");
 	rs = page(P_RS);
 	ctx_info(1);
+	logmap = calloc(1, LOG_BYTES);
+	if (!logmap)
+		die("calloc");
 
 	t0 = now_ms();
 	open_adapter();
@@ -1065,6 +1196,9 @@ int main(int argc, char **argv)
 	printf(" %llu aborts hit, %llu detaches, %llu drains, %.1f s\n",
 	       (unsigned long long)st.aborts_ok, (unsigned long long)st.detaches,
 	       (unsigned long long)st.drains, (now_ms() - t0) / 1000.0);
+	printf("# %llu stops (%llu busy), %llu dirty log checks\n",
+	       (unsigned long long)st.stops, (unsigned long long)st.stops_busy,
+	       (unsigned long long)st.log_checks);
 	if (failed)
 		printf("not ok 1 - fuzz # seed %llu: %d violation(s), first above\n",
 		       (unsigned long long)seed, failed);

@@ -1359,6 +1359,54 @@ static int stop(uint32_t on)
 	return ioctl(vfd, VPS_STOP, &on);
 }
 
+/*
+ * CPU ticks (user + system) the adapters' workers used so far: threads of
+ * this process (vhost_task) or kthreads, named vhost-pvscsi-<pid>
+ */
+static uint64_t worker_ticks(void)
+{
+	static const char *const dirs[] = { "/proc/self/task", "/proc" };
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+
+		if (!d)
+			continue;
+		while ((e = readdir(d))) {
+			char path[300], comm[32] = "", buf[1024], *p;
+			unsigned long long ut, stt;
+			FILE *f;
+
+			if (e->d_name[0] < '0' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/comm", dirs[i], e->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+			if (strncmp(comm, "vhost-pvscsi-", 13))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dirs[i], e->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+			fclose(f);
+			/* after "(comm)": state is field 3, utime 14, stime 15 */
+			if (p && sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
+					&ut, &stt) == 2)
+				sum += ut + stt;
+		}
+		closedir(d);
+	}
+	return sum;
+}
+
 static void check_migration(const char *disk)
 {
 	struct pvscsi_cmd_setup_rings rc = rings_cfg(REQ_PAGES, cmp_entries /
@@ -1369,7 +1417,7 @@ static void check_migration(const char *disk)
 	uint8_t *w = data(), *rd = data() + (4u << 20);
 	uint32_t i, seed = (uint32_t)time(NULL) ^ 0x5a5a, cons, prod, dup = 0;
 	struct result res[32], r = {};
-	uint64_t parked;
+	uint64_t parked, ticks;
 	struct cmd c;
 	int e, dst;
 
@@ -1409,6 +1457,16 @@ static void check_migration(const char *disk)
 	cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
 	tap(cons == req_prod - 1, "stopped-consumes-nothing", "req_cons %u req_prod %u",
 	    cons, req_prod);
+	/*
+	 * and the doorbell kept for the way back is no work meanwhile: the
+	 * worker sleeps (until 2026-12-03 it spun for as long as the VM
+	 * stayed stopped)
+	 */
+	ticks = worker_ticks();
+	usleep(500000);
+	ticks = worker_ticks() - ticks;
+	tap(ticks <= 5, "stopped-worker-sleeps", "%llu ticks of CPU in 0.5 s",
+	    (unsigned long long)ticks);
 
 	/* the destination: a second adapter over the same memory and LUN */
 	dst = open("/dev/vhost-pvscsi", O_RDWR);
@@ -1539,6 +1597,7 @@ static void check_small_cmp_ring(void)
 	static struct result res[512];
 	uint32_t i, n = 256 + 50, got, dup;
 	uint64_t base;
+	int e;
 
 	tap(!new_rings(1), "small-cmp-ring-setup", "%s", strerror(errno));
 	base = next_ctx;
@@ -1550,8 +1609,21 @@ static void check_small_cmp_ring(void)
 		struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
 
 		if (i == 256 || i == 0) {
-			if (i)
+			if (i) {
 				usleep(300000);
+				/*
+				 * 128 completions wait for room the guest
+				 * does not make: a migration's stop cannot
+				 * bring them into guest memory, and says so
+				 * (the VMM then fails the migration); run
+				 * again, nothing is lost
+				 */
+				e = stop(1);
+				tap(e < 0 && errno == EBUSY, "stop-backlog-ebusy",
+				    "stop %d %s", e, strerror(errno));
+				tap(!stop(0), "stop-backlog-run-again", "%s",
+				    strerror(errno));
+			}
 			while (req_prod - rs->req_cons_idx + (i ? 50 : 256) > REQ_ENTRIES)
 				usleep(1000);
 		}
@@ -2142,8 +2214,13 @@ static void read_gauges(char *buf, size_t len)
  * device DM) is suspended with HUNG_IOS writes held in it; says 'r' on
  * @wfd, then either sits in a bus reset (@mode 0: it waits as long as
  * the LUN hangs) or closes the adapter and writes how long close() took.
+ * @mode 2 closes too, with the dirty log on and READs held, as a
+ * migrating QEMU may when it quits, and lives on until told to exit on
+ * @rfd: the READs then finish in the module's release kworker while the
+ * owner still has its memory, and that kworker must not touch the bitmap
+ * (until 2026-12-03 it did, and oopsed: a kworker has no mm).
  */
-static int hung_vmm(const char *disk, const char *dm, int wfd, int mode)
+static int hung_vmm(const char *disk, const char *dm, int wfd, int rfd, int mode)
 {
 	char cmd[256];
 	long t0, dt;
@@ -2156,8 +2233,16 @@ static int hung_vmm(const char *disk, const char *dm, int wfd, int mode)
 	snprintf(cmd, sizeof(cmd), "dmsetup suspend --noudevsync %s", dm);
 	if (shell(cmd))
 		return 3;
+	if (mode == 2) {
+		logmap = mmap(NULL, LOG_BYTES, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (logmap == MAP_FAILED ||
+		    set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 0))
+			return 8;
+	}
 	for (i = 0; i < HUNG_IOS; i++) {
-		struct cmd c = rw16(1, i * 64, 64, data() + (size_t)i * 32768, 512);
+		struct cmd c = rw16(mode == 2 ? 0 : 1, i * 64, 64,
+				    data() + (size_t)i * 32768, 512);
 
 		put_req(&c, next_ctx++, i);
 	}
@@ -2176,7 +2261,12 @@ static int hung_vmm(const char *disk, const char *dm, int wfd, int mode)
 	t0 = ms_now();
 	close_adapter();
 	dt = ms_now() - t0;
-	return write(wfd, &dt, sizeof(dt)) == sizeof(dt) ? 0 : 7;
+	if (write(wfd, &dt, sizeof(dt)) != sizeof(dt))
+		return 7;
+	/* mode 2: alive, memory and all, until the held READs are done */
+	if (mode == 2 && read(rfd, &dt, 1) != 1)
+		return 9;
+	return 0;
 }
 
 /*
@@ -2189,16 +2279,16 @@ static int hung_vmm(const char *disk, const char *dm, int wfd, int mode)
  */
 static int do_hung_lun(const char *disk, const char *dm)
 {
-	static const char *const name[] = { "killed-in-reset", "closed" };
+	static const char *const name[] = { "killed-in-reset", "closed", "closed-logging" };
 	char g[256], cmd[256], stat_path[64], st[512];
-	int mode, p[2], status, i, reaped;
+	int mode, p[2], q[2], status, i, reaped;
 	long dt = -1;
 	pid_t pid;
 	char c;
 
 	snprintf(cmd, sizeof(cmd), "dmsetup resume --noudevsync %s", dm);
-	for (mode = 0; mode < 2; mode++) {
-		if (pipe(p))
+	for (mode = 0; mode < 3; mode++) {
+		if (pipe(p) || pipe(q))
 			die("pipe");
 		fflush(stdout);
 		pid = fork();
@@ -2206,15 +2296,18 @@ static int do_hung_lun(const char *disk, const char *dm)
 			die("fork");
 		if (!pid) {
 			close(p[0]);
-			_exit(hung_vmm(disk, dm, p[1], mode));
+			close(q[1]);
+			_exit(hung_vmm(disk, dm, p[1], q[0], mode));
 		}
 		close(p[1]);
+		close(q[0]);
 		if (read(p[0], &c, 1) != 1) {
 			waitpid(pid, &status, 0);
 			tap(0, name[mode], "the VMM did not get I/O held (exit %d)",
 			    WEXITSTATUS(status));
 			shell(cmd);
 			close(p[0]);
+			close(q[1]);
 			continue;
 		}
 		if (mode == 0) {
@@ -2240,11 +2333,34 @@ static int do_hung_lun(const char *disk, const char *dm)
 			/* bounded: a close that waits for the LUN waits for us */
 			if (poll(&pf, 1, 3000) == 1 &&
 			    read(p[0], &dt, sizeof(dt)) == sizeof(dt))
-				tap(dt < 1000, "close-returns", "close() took %ld ms", dt);
+				tap(dt < 1000, mode == 2 ? "closed-logging-close-returns" :
+				    "close-returns", "close() took %ld ms", dt);
 			else
-				tap(0, "close-returns", "close() still blocked after 3 s");
+				tap(0, mode == 2 ? "closed-logging-close-returns" :
+				    "close-returns", "close() still blocked after 3 s");
 		}
 		close(p[0]);
+		if (mode == 2) {
+			/* the READs finish in the release kworker, the owner alive */
+			if (shell(cmd))
+				tap(0, "resume", "dmsetup resume failed");
+			for (i = 0; i < 50; i++) {
+				read_gauges(g, sizeof(g));
+				if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
+					break;
+				usleep(100000);
+			}
+			tap(i < 50, "closed-logging-let-go-after-resume",
+			    "gauges 5 s after the resume: %s", g);
+			if (write(q[1], "x", 1) != 1)
+				die("pipe write");
+			close(q[1]);
+			tap(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			    !WEXITSTATUS(status), "closed-logging-vmm-exits",
+			    "status 0x%x", status);
+			continue;
+		}
+		close(q[1]);
 		/* it exits, and is reaped, with the LUN still hung */
 		for (i = 0, reaped = 0; i < 50 && !reaped; i++) {
 			reaped = waitpid(pid, &status, WNOHANG) == pid;
