@@ -47,6 +47,13 @@
 extern u32 vps_recheck_ms;
 /* test hook (debugfs stale_completions): completions to post twice */
 extern atomic_t vps_stale_left;
+/*
+ * Busy-polling (module parameter poll_us, 0: off): how long an idle
+ * worker watches the request ring before it re-arms the doorbell, as
+ * vhost-net's busyloop_timeout; capped here.
+ */
+extern unsigned int vps_poll_us;
+#define VPS_POLL_US_MAX		1000
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
 
@@ -179,6 +186,7 @@ struct vps_dev {
 	bool recheck;				/* re-armed: look once more */
 	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */
+	u64 polled;				/* requests a busy-poll found */
 	u64 bounced;				/* READ/WRITE through bounce pages */
 	/* test hook (debugfs stale_completions): a context to post again */
 	bool stale_armed;

@@ -52,6 +52,11 @@ MODULE_PARM_DESC(max_outstanding,
 static atomic_long_t vps_open_devs;
 static struct dentry *vps_debugfs;
 u32 vps_recheck_ms = VPS_RECHECK_MS;
+
+unsigned int vps_poll_us;
+module_param_named(poll_us, vps_poll_us, uint, 0644);
+MODULE_PARM_DESC(poll_us,
+		 "Busy-poll the request ring this many microseconds before sleeping (0: off, the default; at most 1000): a queue-depth-1 guest's next request then needs no doorbell");
 atomic_t vps_stale_left = ATOMIC_INIT(0);
 
 /* ---------------------------------------------------------------------- */
@@ -74,8 +79,8 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
-	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu\n",
-		   st->aborts, st->resets, st->msgs, dev->unkicked);
+	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu\n",
+		   st->aborts, st->resets, st->msgs, dev->unkicked, dev->polled);
 	seq_printf(m, "bounced %llu stale_posted %llu\n", dev->bounced,
 		   dev->stale_posted);
 	mutex_unlock(&dev->mutex);

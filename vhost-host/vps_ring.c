@@ -447,6 +447,45 @@ bad:
 }
 
 /*
+ * Busy-poll (poll_us) before re-arming the doorbell: watch the request ring
+ * until @end (set on the first call of a pass), posting completions as
+ * they come, so that a guest at queue depth 1 finds its completion at
+ * once and its next request is seen without a doorbell or a wake-up (the
+ * doorbell threshold stays high meanwhile).  True when a request came;
+ * false once the time is up, another task wants the CPU, or the ring
+ * broke.
+ */
+static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
+{
+	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
+	u64 now = ktime_get_ns();
+
+	if (!us)
+		return false;
+	if (!*end)
+		*end = now + (u64)us * NSEC_PER_USEC;
+	while (now < *end && !need_resched()) {
+		if (!llist_empty(&dev->done)) {
+			vps_process_done(dev);
+			if (dev->broken || !dev->rings_ok)
+				return false;
+		}
+		/* what this pass posted reaches the guest now, not after it */
+		if (dev->need_call)
+			vps_call(dev);
+		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod))
+			return false;
+		if (prod != dev->req_cons) {
+			dev->polled++;
+			return true;
+		}
+		cpu_relax();
+		now = ktime_get_ns();
+	}
+	return false;
+}
+
+/*
  * Consume up to VPS_WORK_WEIGHT descriptors (a command the target runs
  * synchronously weighs more: vps_scsi_extra_weight()).  Returns true when more may
  * be waiting (the caller comes back after completions had a turn).
@@ -460,6 +499,7 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 	struct pvscsi_req_desc d;
 	bool armed = false;
 	u32 budget = VPS_WORK_WEIGHT;
+	u64 poll_end = 0;
 
 	if (peek) {
 		u32 prod;
@@ -491,6 +531,9 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 			return false;
 		}
 		if (!avail) {
+			/* a doorbell's pass polls (not a second look's) */
+			if (!peek && !armed && vps_poll_ring(dev, &poll_end))
+				continue;
 			if (!dev->req_threshold || armed)
 				break;
 			/*

@@ -862,7 +862,7 @@ static int nothing_in_flight(char *buf, size_t len)
 	n = fread(buf, 1, len - 1, f);
 	buf[n] = 0;
 	fclose(f);
-	return strstr(buf, "requests_in_flight 0\n") != NULL;
+	return !!strstr(buf, "requests_in_flight 0\n");
 }
 
 /*

@@ -25,11 +25,14 @@
  *   vps_test detach-inflight DISK  detach a LUN with I/O in flight: each
  *                                  command completes exactly once (TAP)
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
+ *   vps_test poll DISK             busy-polling (poll_us) at queue depth 1
+ *                                  (TAP; wants two CPUs)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1398,8 +1401,10 @@ static uint64_t worker_ticks(void)
 			p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 			fclose(f);
 			/* after "(comm)": state is field 3, utime 14, stime 15 */
-			if (p && sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
-					&ut, &stt) == 2)
+			static const char *const fmt =
+				"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu";
+
+			if (p && sscanf(p + 2, fmt, &ut, &stt) == 2)
 				sum += ut + stt;
 		}
 		closedir(d);
@@ -1521,6 +1526,43 @@ static void check_migration(const char *disk)
 	tap(!stop(0) && get_cmps(&r, 1, 5000) == 1 && r.context == parked && good(&r),
 	    "run-again-serves-doorbell", "ctx %llu host 0x%x", (unsigned long long)r.context,
 	    r.host);
+}
+
+/* write VALUE to the module parameter NAME; 0 on success */
+static int set_param(const char *name, const char *value)
+{
+	char path[128];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/module/vhost_pvscsi/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ok = fputs(value, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* KEY's value in this process's (last) adapter's debugfs file; 0: none */
+static unsigned long long adapter_field(const char *key)
+{
+	char pat[96], word[64];
+	unsigned long long v = 0, x;
+	glob_t g;
+	FILE *f;
+
+	snprintf(pat, sizeof(pat), "/sys/kernel/debug/vhost_pvscsi/adapter-%d-*", getpid());
+	if (glob(pat, 0, NULL, &g) || !g.gl_pathc)
+		return 0;
+	f = fopen(g.gl_pathv[g.gl_pathc - 1], "r");
+	globfree(&g);
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s", word) == 1)
+		if (!strcmp(word, key) && fscanf(f, "%llu", &x) == 1)
+			v = x;
+	fclose(f);
+	return v;
 }
 
 /* many I/Os in flight, then resets and aborts: each completes once */
@@ -2660,6 +2702,54 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 }
 
 /* 4k random reads at a fixed queue depth; prints "iops N" */
+/*
+ * Busy-polling (poll_us): a guest at queue depth 1 that follows the
+ * doorbell rule (ring only when the pending requests reach the
+ * threshold, which stays high while the worker polls) has its next
+ * request taken by the polling worker, without a doorbell.  Every
+ * request completes once, polled or not; poll_us 0 again afterwards.
+ */
+static int do_poll(const char *disk)
+{
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	unsigned long long p0, p1;
+	struct vps_stats s0, s1;
+	uint32_t on = 1;
+	int i, bad = 0;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0) || ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on))
+		die("poll set-up");
+	tap(!set_param("poll_us", "1000"), "poll-us-set", "%s", strerror(errno));
+	p0 = adapter_field("polled");
+	s0 = stats();
+	for (i = 0; i < 200 && !bad; i++) {
+		uint64_t a = next_ctx++;
+		struct result r;
+
+		put_req(&c, a, i % 64);
+		if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
+		    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
+			kick();
+		if (get_cmps(&r, 1, 5000) != 1 || r.context != a || !good(&r))
+			bad = 1;
+	}
+	s1 = stats();
+	p1 = adapter_field("polled");
+	tap(!set_param("poll_us", "0"), "poll-us-off", "%s", strerror(errno));
+	usleep(20000);
+	tap(!bad && __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons,
+	    "poll-qd1-each-once", "request %d went wrong, or a completion more came", i);
+	tap(p1 > p0 && s1.kicks - s0.kicks < 200, "poll-no-doorbell",
+	    "%llu of 200 requests found by polling, %llu doorbells",
+	    p1 - p0, (unsigned long long)(s1.kicks - s0.kicks));
+	printf("# poll_us 1000: %llu of 200 requests found by polling, %llu doorbells\n",
+	       p1 - p0, (unsigned long long)(s1.kicks - s0.kicks));
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static int do_bench(const char *disk, int qd, double seconds)
 {
 	static struct result res[256];
@@ -3007,6 +3097,8 @@ int main(int argc, char **argv)
 		return do_hung_lun(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "close-inflight"))
 		return do_close_inflight(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "poll"))
+		return do_poll(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "faults"))
@@ -3030,6 +3122,7 @@ int main(int argc, char **argv)
 		"       vps_test close-inflight DISK\n"
 		"       vps_test hung-lun DISK DM_NAME\n"
 		"       vps_test bench DISK QD SECONDS\n"
+		"       vps_test poll DISK\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
 		"       vps_test detach-inflight DISK [CMD]\n"
 		"       vps_test cap DISK CAP WANT_GOOD\n"

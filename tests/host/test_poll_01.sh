@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 61
+# gate: 612
+# checks: 9
+#
+# The module's busy-polling (poll_us), in a VM with two vCPUs (polling
+# helps only while the guest runs on another CPU; on one, the poller gives
+# the CPU up at once): tests/host/vps_test poll, a guest simulator at
+# queue depth 1 that follows the doorbell rule.  With poll_us=1000 every
+# request completes once, and the polling worker takes some of them with
+# no doorbell; poll_us is 0 again afterwards, and the module unloads.
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+
+vm_modules null_blk
+vm_ours vhost_pvscsi
+vm_bins "$VPS_TOP/tests/host/vps_test"
+VM_MEM=1024
+VM_SMP=2
+vm_run host-poll <<'GUEST'
+modprobe -r null_blk
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1
+t_check load vps_load vhost_pvscsi
+t_tap poll vps_test poll /dev/nullb0
+t_equal poll-us-default-again "$(cat /sys/module/vhost_pvscsi/parameters/poll_us)" 0
+t_check unload rmmod vhost_pvscsi
+vps_dmesg_clean dmesg
+GUEST
