@@ -805,14 +805,6 @@ static int vps_release(struct inode *inode, struct file *f)
 	 * and points at our requests, so the rest waits for it.
 	 */
 	vps_drop_rings(dev);
-	/*
-	 * Nor to the VMM's dirty log: the I/O that completes from here on
-	 * runs in a kworker, or in whichever process closed the last
-	 * reference, neither of which maps the owner's bitmap (until
-	 * 2026-12-03 a READ finishing after close with the log on pinned
-	 * the bitmap's address in a kworker with no mm, and oopsed).
-	 */
-	dev->log.on = false;
 	dev->quiesce++;		/* for good: dev goes */
 	mutex_unlock(&dev->mutex);
 	if (atomic_read(&dev->io_pending)) {

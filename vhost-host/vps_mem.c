@@ -207,7 +207,13 @@ void vps_log_write(struct vps_dev *dev, const void __user *p, u64 len)
 	const struct vps_mem *mem = dev->mem;
 	u32 i;
 
-	/* the bitmap is the owner's: only its mm may set bits in it */
+	/*
+	 * The bitmap is in the owner's memory: only the owner's mm may set
+	 * bits in it.  I/O that completes after close finishes in a kworker
+	 * (no mm) or in whichever process closed the last reference; until
+	 * 2026-12-03 a READ finishing there with the log on pinned the
+	 * bitmap's address in a kworker with no mm, and oopsed.
+	 */
 	if (!dev->log.on || !len || !mem || current->mm != dev->mm)
 		return;
 	for (i = 0; i < mem->nregions; i++) {

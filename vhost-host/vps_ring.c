@@ -1048,8 +1048,6 @@ static void vps_owner_gone(struct vps_dev *dev)
 	spin_unlock_irq(&dev->io_wait.lock);
 	vps_kick_stop(dev);
 	vps_drop_rings(dev);
-	/* the dirty log is in the owner's memory too */
-	dev->log.on = false;
 	dev->quiesce++;		/* for good: nothing more is submitted */
 	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */

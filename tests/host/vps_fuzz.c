@@ -326,7 +326,8 @@ static void open_adapter(void)
 		}
 }
 
-static int gauges_zero(char *buf, size_t len)
+/* the module's gauges into @buf; 0 when they cannot be read */
+static int read_gauges(char *buf, size_t len)
 {
 	FILE *f = fopen(GAUGES, "r");
 	size_t n;
@@ -338,7 +339,13 @@ static int gauges_zero(char *buf, size_t len)
 	n = fread(buf, 1, len - 1, f);
 	buf[n] = 0;
 	fclose(f);
-	return !strcmp(buf, "open_devices 0\nrequests_in_flight 0\nluns 0\n");
+	return 1;
+}
+
+static int gauges_zero(char *buf, size_t len)
+{
+	return read_gauges(buf, len) &&
+	       !strcmp(buf, "open_devices 0\nrequests_in_flight 0\nluns 0\n");
 }
 
 static void close_adapter(int check)
@@ -854,15 +861,7 @@ static void log_clear(void)
 /* a requests_in_flight gauge of 0: nothing of this adapter in flight */
 static int nothing_in_flight(char *buf, size_t len)
 {
-	FILE *f = fopen(GAUGES, "r");
-	size_t n;
-
-	if (!f)
-		return 0;
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return !!strstr(buf, "requests_in_flight 0\n");
+	return read_gauges(buf, len) && strstr(buf, "requests_in_flight 0\n");
 }
 
 /*

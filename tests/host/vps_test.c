@@ -2312,6 +2312,25 @@ static int hung_vmm(const char *disk, const char *dm, int wfd, int rfd, int mode
 }
 
 /*
+ * Resume the hung LUN (@resume, a dmsetup command), then wait up to 5 s
+ * for the module to let everything go; the gauges last read in @g
+ */
+static int resume_let_go(const char *resume, char *g, size_t len)
+{
+	int i;
+
+	if (shell(resume))
+		tap(0, "resume", "dmsetup resume failed");
+	for (i = 0; i < 50; i++) {
+		read_gauges(g, len);
+		if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/*
  * A LUN that stops answering with I/O in flight (DM suspended).  A VMM
  * killed while it waits in a reset behind it exits at once, and a VMM
  * closing the adapter (QEMU: device_del, or quitting, with its global
@@ -2384,15 +2403,7 @@ static int do_hung_lun(const char *disk, const char *dm)
 		close(p[0]);
 		if (mode == 2) {
 			/* the READs finish in the release kworker, the owner alive */
-			if (shell(cmd))
-				tap(0, "resume", "dmsetup resume failed");
-			for (i = 0; i < 50; i++) {
-				read_gauges(g, sizeof(g));
-				if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
-					break;
-				usleep(100000);
-			}
-			tap(i < 50, "closed-logging-let-go-after-resume",
+			tap(resume_let_go(cmd, g, sizeof(g)), "closed-logging-let-go-after-resume",
 			    "gauges 5 s after the resume: %s", g);
 			if (write(q[1], "x", 1) != 1)
 				die("pipe write");
@@ -2414,15 +2425,8 @@ static int do_hung_lun(const char *disk, const char *dm)
 		read_gauges(g, sizeof(g));
 		tap(strstr(g, "open_devices 1 ") && !strstr(g, "requests_in_flight 0 "),
 		    mode ? "closed-adapter-held" : "killed-adapter-held", "%s", g);
-		if (shell(cmd))
-			tap(0, "resume", "dmsetup resume failed");
-		for (i = 0; i < 50; i++) {
-			read_gauges(g, sizeof(g));
-			if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
-				break;
-			usleep(100000);
-		}
-		tap(i < 50, mode ? "closed-let-go-after-resume" : "killed-let-go-after-resume",
+		tap(resume_let_go(cmd, g, sizeof(g)),
+		    mode ? "closed-let-go-after-resume" : "killed-let-go-after-resume",
 		    "gauges 5 s after the resume: %s", g);
 		if (!reaped)
 			waitpid(pid, &status, 0);

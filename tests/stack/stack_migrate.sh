@@ -88,7 +88,7 @@ field() {
 # migrate LABEL: move the guest from QEMU $cur to a new one; sets cur
 requests=0
 migrate() {
-	local l=$1 next src a st ans t0
+	local l=$1 next src a st ans
 	n=$((n + 1))
 	next=$drv-q$n
 	src=$(vps_inner_pid "$drv")
