@@ -187,6 +187,8 @@ struct vps_dev {
 	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */
 	u64 polled;				/* requests a busy-poll found */
+	u64 poll_idle;				/* busy-polls that timed out */
+	u64 poll_yield;				/* ... that gave the CPU up */
 	u64 bounced;				/* READ/WRITE through bounce pages */
 	/* test hook (debugfs stale_completions): a context to post again */
 	bool stale_armed;

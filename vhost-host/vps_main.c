@@ -79,8 +79,9 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
-	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu\n",
-		   st->aborts, st->resets, st->msgs, dev->unkicked, dev->polled);
+	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu poll_idle %llu poll_yield %llu\n",
+		   st->aborts, st->resets, st->msgs, dev->unkicked, dev->polled,
+		   dev->poll_idle, dev->poll_yield);
 	seq_printf(m, "bounced %llu stale_posted %llu\n", dev->bounced,
 		   dev->stale_posted);
 	mutex_unlock(&dev->mutex);

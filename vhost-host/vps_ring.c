@@ -482,6 +482,10 @@ static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
 		cpu_relax();
 		now = ktime_get_ns();
 	}
+	if (now < *end)
+		dev->poll_yield++;
+	else
+		dev->poll_idle++;
 	return false;
 }
 

@@ -35,6 +35,7 @@
 #include <glob.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -2707,6 +2708,69 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 
 /* 4k random reads at a fixed queue depth; prints "iops N" */
 /*
+ * The adapter's worker: a thread of ours (vhost_task, 6.12) or a kthread
+ * (6.1), named vhost-pvscsi-<owner pid> (cut to 15 characters).  With one
+ * adapter open, the one thread of that name.  0 when none is found.
+ */
+static pid_t worker_tid(void)
+{
+	static const char *const dirs[] = { "/proc/self/task", "/proc" };
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+		pid_t found = 0;
+
+		if (!d)
+			continue;
+		while (!found && (e = readdir(d))) {
+			char path[300], comm[32] = "";
+			FILE *f;
+
+			if (e->d_name[0] < '0' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/comm", dirs[i], e->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vhost-pvscsi-", 13))
+				found = atoi(e->d_name);
+			fclose(f);
+		}
+		closedir(d);
+		if (found)
+			return found;
+	}
+	return 0;
+}
+
+/*
+ * The worker on CPU 0, ourselves (the guest) on CPU 1.  A poller that
+ * shares its CPU with the guest it waits for gives up at once (the guest
+ * runnable there is need_resched()), and a woken task often lands on its
+ * waker's CPU: without this, whether any request is polled at all is up
+ * to the scheduler (0 of 200 on one machine, 191 on another).
+ */
+static int split_cpus(void)
+{
+	pid_t w = worker_tid();
+	cpu_set_t c0, c1;
+
+	CPU_ZERO(&c0);
+	CPU_SET(0, &c0);
+	CPU_ZERO(&c1);
+	CPU_SET(1, &c1);
+	if (!w) {
+		errno = ESRCH;
+		return -1;
+	}
+	if (sched_setaffinity(w, sizeof(c0), &c0) || sched_setaffinity(0, sizeof(c1), &c1))
+		return -1;
+	return 0;
+}
+
+/*
  * Busy-polling (poll_us): a guest at queue depth 1 that follows the
  * doorbell rule (ring only when the pending requests reach the
  * threshold, which stays high while the worker polls) has its next
@@ -2716,7 +2780,7 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 static int do_poll(const char *disk)
 {
 	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
-	unsigned long long p0, p1;
+	unsigned long long p0, p1 = 0;
 	struct vps_stats s0, s1;
 	uint32_t on = 1;
 	int i, bad = 0;
@@ -2724,10 +2788,19 @@ static int do_poll(const char *disk)
 	start_on(disk);
 	if (attach(0, 0, disk, 0, 0) || ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on))
 		die("poll set-up");
+	tap(!split_cpus(), "poll-cpus-split", "worker %d: %s", worker_tid(), strerror(errno));
 	tap(!set_param("poll_us", "1000"), "poll-us-set", "%s", strerror(errno));
 	p0 = adapter_field("polled");
 	s0 = stats();
-	for (i = 0; i < 200 && !bad; i++) {
+	/*
+	 * How many a poll catches depends on how fast this vCPU wakes (under
+	 * TCG, on a loaded host: anywhere from 4 % to 97 % of them, seen
+	 * here): go on until POLL_WANT were caught, up to POLL_MAX requests.
+	 * A module that never polls catches none.
+	 */
+#define POLL_WANT 20
+#define POLL_MAX 2000
+	for (i = 0; i < POLL_MAX && !bad && p1 - p0 < POLL_WANT; i++) {
 		uint64_t a = next_ctx++;
 		struct result r;
 
@@ -2737,6 +2810,8 @@ static int do_poll(const char *disk)
 			kick();
 		if (get_cmps(&r, 1, 5000) != 1 || r.context != a || !good(&r))
 			bad = 1;
+		if (i % 50 == 49)
+			p1 = adapter_field("polled");
 	}
 	s1 = stats();
 	p1 = adapter_field("polled");
@@ -2744,11 +2819,13 @@ static int do_poll(const char *disk)
 	usleep(20000);
 	tap(!bad && __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons,
 	    "poll-qd1-each-once", "request %d went wrong, or a completion more came", i);
-	tap(p1 > p0 && s1.kicks - s0.kicks < 200, "poll-no-doorbell",
-	    "%llu of 200 requests found by polling, %llu doorbells",
-	    p1 - p0, (unsigned long long)(s1.kicks - s0.kicks));
-	printf("# poll_us 1000: %llu of 200 requests found by polling, %llu doorbells\n",
-	       p1 - p0, (unsigned long long)(s1.kicks - s0.kicks));
+	tap(p1 - p0 >= POLL_WANT && s1.kicks - s0.kicks <= (unsigned int)i - POLL_WANT,
+	    "poll-no-doorbell", "%llu of %d requests found by polling, %llu doorbells",
+	    p1 - p0, i, (unsigned long long)(s1.kicks - s0.kicks));
+	printf("# poll_us 1000: %llu of %d requests found by polling, %llu doorbells; "
+	       "polls timed out %llu, gave the CPU up %llu\n",
+	       p1 - p0, i, (unsigned long long)(s1.kicks - s0.kicks),
+	       adapter_field("poll_idle"), adapter_field("poll_yield"));
 	close_adapter();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
