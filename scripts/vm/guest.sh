@@ -132,7 +132,7 @@ vps_has_disks() { [ -n "$(vps_scsi_disks "$1")" ]; }
 
 # vps_lio_vhost NAME DEV WWPN: LIO's vhost fabric serving the block
 # device DEV (iblock backstore NAME) as LUN 0 of WWPN, for QEMU's
-# -device vhost-scsi-pci,wwpn=WWPN (bench-stack, stress-nested)
+# -device vhost-scsi-pci,wwpn=WWPN (scripts/bench, stress-nested)
 vps_lio_vhost() {
 	_T=/sys/kernel/config/target
 	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config

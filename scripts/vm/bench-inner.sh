@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh
+# Inner guest of scripts/bench: one guest with seven adapters, told apart
+# by PCI slot, each with two LUNs of the host VM: a null_blk device (1 GiB)
+# and a file on ext4 (smaller; the size tells them apart):
+#   10 vhost-pvscsi, in-tree vmw_pvscsi      11 QEMU pvscsi
+#   12 QEMU virtio-scsi (iothread)           13 vhost-scsi (LIO)
+#   14 QEMU lsi53c895a                       15 QEMU megasas-gen2
+#   16 vhost-pvscsi, our pvscsi_mq (moved to it with driver_override)
+# For each round, backing, job and adapter (the adapter order reversed
+# every other round) it prints "VPS-MARK start-<tag>" / "VPS-MARK end-<tag>"
+# around fio, so that the host VM reads its counters exactly around the
+# run, and reports the guest's side: I/Os, IOPS, p50/p99 completion
+# latency, guest interrupts.  ROUNDS, JOBS, BACKINGS, ADAPTERS and SECS
+# are prepended by the caller.
+slot() {
+	case $1 in
+	ours-vmw) echo 10 ;; pvscsi) echo 11 ;; virtio-scsi) echo 12 ;; vhost-scsi) echo 13 ;;
+	lsi) echo 14 ;; megasas) echo 15 ;; ours-mq) echo 16 ;;
+	esac
+}
+# disk ADAPTER BACKING -> sdX (null: the 1 GiB LUN, file: the smaller one)
+disk() {
+	for b in /sys/block/sd*; do
+		case "$(readlink -f "$b")" in
+		*"/0000:00:$(slot "$1").0/"*) ;;
+		*) continue ;;
+		esac
+		big=$(( $(cat "$b/size") >= 2097152 ))
+		if { [ "$2" = null ] && [ $big = 1 ]; } || { [ "$2" = file ] && [ $big = 0 ]; }; then
+			basename "$b"
+			return
+		fi
+	done
+}
+found() {
+	for d in $ADAPTERS; do
+		for k in $BACKINGS; do [ -n "$(disk "$d" "$k")" ] || return 1; done
+	done
+}
+# our second adapter goes to pvscsi_mq: vmw_pvscsi took it at boot
+mq=0000:00:16.0
+if case " $ADAPTERS " in *" ours-mq "*) true ;; *) false ;; esac; then
+	echo pvscsi_mq > /sys/bus/pci/devices/$mq/driver_override
+	[ -e /sys/bus/pci/devices/$mq/driver ] && echo $mq > /sys/bus/pci/devices/$mq/driver/unbind
+	t_check load-pvscsi_mq vps_load pvscsi_mq
+	echo $mq > /sys/bus/pci/drivers_probe
+	t_equal pvscsi_mq-owns-16 "$(basename "$(readlink /sys/bus/pci/devices/$mq/driver)")" pvscsi_mq
+fi
+if ! vps_wait 90 found; then
+	t_fail disks "not every adapter has its disks: $(ls /sys/block)"
+	exit 1
+fi
+t_ok disks
+for d in $ADAPTERS; do
+	h=/sys/bus/pci/devices/0000:00:$(slot "$d").0
+	for k in $BACKINGS; do
+		echo "$d $k: /dev/$(disk "$d" "$k") $(basename "$(readlink $h/driver)")"
+	done
+done
+# the adapter's interrupts, whatever the driver names them
+irqs() { # sdX
+	h=$(readlink -f "/sys/block/$1" | sed -n 's#.*/\(0000:00:[0-9a-f]*\.0\)/.*#\1#p')
+	for i in /sys/bus/pci/devices/"$h"/msi_irqs/* /sys/bus/pci/devices/"$h"/irq; do
+		[ -e "$i" ] || continue
+		n=$(basename "$i")
+		[ "$n" = irq ] && n=$(cat "$i")
+		awk -v n="$n:" '$1 == n { s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; print s }' /proc/interrupts
+	done | awk '{ t += $1 } END { print t + 0 }'
+}
+# job -> fio arguments
+jobargs() {
+	case $1 in
+	rr1) echo "--rw=randread --bs=4k --iodepth=1" ;;
+	rr32) echo "--rw=randread --bs=4k --iodepth=32" ;;
+	rw1) echo "--rw=randwrite --bs=4k --iodepth=1" ;;
+	rw32) echo "--rw=randwrite --bs=4k --iodepth=32" ;;
+	sr) echo "--rw=read --bs=128k --iodepth=8" ;;
+	sw) echo "--rw=write --bs=128k --iodepth=8" ;;
+	rr2j) echo "--rw=randread --bs=4k --iodepth=16 --numjobs=2" ;;
+	esac
+}
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+	order=$ADAPTERS
+	[ $((r % 2)) = 0 ] && order=$(echo "$ADAPTERS" | tr ' ' '\n' | tac | tr '\n' ' ')
+	for k in $BACKINGS; do
+		for job in $JOBS; do
+			a=$(jobargs "$job")
+			case $a in *write*) o=41 ;; *) o=0 ;; esac
+			case $a in *128k*) kb=128 ;; *) kb=4 ;; esac
+			for d in $order; do
+				s=$(disk "$d" "$k")
+				tag="r$r-$k-$job-$d"
+				echo "VPS-MARK start-$tag"
+				sleep 1
+				i0=$(irqs "$s")
+				# shellcheck disable=SC2086
+				out=$(fio --name="$tag" --filename="/dev/$s" --direct=1 --ioengine=libaio \
+					$a --size=64M --group_reporting --time_based --runtime="$SECS" \
+					--output-format=terse --terse-version=3)
+				i1=$(irqs "$s")
+				echo "VPS-MARK end-$tag"
+				sleep 1
+				# terse v3: the read part from field 6, the write part 41
+				# fields later; io in KiB, IOPS, clat percentiles in us
+				# shellcheck disable=SC2046
+				set -- $(echo "$out" | awk -F';' -v o=$o -v kb=$kb '{
+					p50 = p99 = 0
+					for (i = 18 + o; i <= 37 + o; i++) {
+						split($i, a, "=")
+						if (a[1] == "50.000000%") p50 = a[2]
+						if (a[1] == "99.000000%") p99 = a[2]
+					}
+					print int($(6 + o) / kb), $(8 + o), p50, p99 }')
+				vps_report "tag=$tag dev=$d backing=$k job=$job round=$r ios=$1 iops=$2 p50_us=$3 p99_us=$4 guest_irqs=$((i1 - i0))"
+				t_match "fio-$tag" "$1" '^[1-9][0-9]*$'
+			done
+		done
+	done
+	r=$((r + 1))
+done

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+"""scripts/bench's report: RAW (the VPS-REPORT lines of a run, one set of
+key=value pairs per line, the guest's and the host VM's halves joined by
+tag) -> the tables appended to MD, and DAT (IOPS relative to virtio-scsi
+per job and backing, one column per adapter) for the chart.
+
+    python3 bench-report.py RAW MD DAT
+"""
+import collections
+import statistics
+import sys
+
+ADAPTERS = ['ours-vmw', 'ours-mq', 'pvscsi', 'virtio-scsi', 'vhost-scsi', 'lsi', 'megasas']
+ANCHOR = 'virtio-scsi'
+JOBS = {
+    'rr1': '4k randread QD 1', 'rr32': '4k randread QD 32',
+    'rw1': '4k randwrite QD 1', 'rw32': '4k randwrite QD 32',
+    'sr': '128k read QD 8', 'sw': '128k write QD 8',
+    'rr2j': '4k randread 2 jobs x QD 16',
+}
+BACKINGS = {'null': 'null_blk', 'file': 'file on ext4'}
+
+
+def load(path):
+    by_tag = collections.defaultdict(dict)
+    for line in open(path):
+        f = dict(kv.split('=', 1) for kv in line.split() if '=' in kv)
+        if 'tag' in f:
+            by_tag[f['tag']].update(f)
+    runs = collections.defaultdict(list)
+    for f in by_tag.values():
+        if 'dev' in f and 'exits' in f and float(f.get('ios', 0)) > 0:
+            runs[(f['backing'], f['job'], f['dev'])].append(f)
+    return runs
+
+
+def per_io(rs, key):
+    return statistics.median(float(r[key]) / float(r['ios']) for r in rs)
+
+
+def main():
+    raw, md, dat = sys.argv[1:4]
+    runs = load(raw)
+    if not runs:
+        sys.exit('bench-report: no complete run in ' + raw)
+    jobs = [j for j in JOBS if any(k[1] == j for k in runs)]
+    backings = [b for b in BACKINGS if any(k[0] == b for k in runs)]
+    out = open(md, 'a')
+    w = out.write
+    w('\nMedians of the rounds; IOPS spread = min-max over the rounds. '
+      f'"x {ANCHOR}": IOPS over {ANCHOR}\'s in the same run. Per I/O: KVM exits, '
+      'MMIO exits, interrupt injections (the host VM\'s counters), guest '
+      'interrupts, host-VM CPU time in microseconds.\n')
+    chart = []
+    for b in backings:
+        w(f'\n## {BACKINGS[b]}\n')
+        for j in jobs:
+            base = runs.get((b, j, ANCHOR))
+            bi = statistics.median(float(r['iops']) for r in base) if base else 0
+            w(f'\n### {JOBS[j]}\n\n')
+            w(f'| adapter | IOPS | spread | x {ANCHOR} | p50 us | p99 us '
+              '| exits/IO | MMIO/IO | inj/IO | gIRQ/IO | CPU us/IO |\n')
+            w('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
+            row = [f'{b}:{j}']
+            for d in ADAPTERS:
+                rs = runs.get((b, j, d))
+                if not rs:
+                    w(f'| {d} | (no run) |||||||||| \n')
+                    row.append('0')
+                    continue
+                iops = [float(r['iops']) for r in rs]
+                m = statistics.median(iops)
+                ratio = m / bi if bi else 0
+                row.append(f'{ratio:.3f}')
+                w(f'| {d} | {m:.0f} | {min(iops):.0f}-{max(iops):.0f} | {ratio:.2f} '
+                  f'| {statistics.median(float(r["p50_us"]) for r in rs):.0f} '
+                  f'| {statistics.median(float(r["p99_us"]) for r in rs):.0f} '
+                  f'| {per_io(rs, "exits"):.2f} | {per_io(rs, "mmio_exits"):.2f} '
+                  f'| {per_io(rs, "irq_injections"):.2f} | {per_io(rs, "guest_irqs"):.2f} '
+                  f'| {per_io(rs, "cpu_ms") * 1000:.0f} |\n')
+            chart.append(row)
+    w('\nIOPS and CPU time under nested TCG are not hardware figures; '
+      'per-I/O counts and the ratios of one run are.\n')
+    out.close()
+    with open(dat, 'w') as f:
+        f.write('case ' + ' '.join(ADAPTERS) + '\n')
+        for row in chart:
+            f.write(' '.join(row) + '\n')
+
+
+if __name__ == '__main__':
+    main()
