@@ -19,6 +19,7 @@
 #include <linux/llist.h>
 #include <linux/kref.h>
 #include <linux/wait.h>
+#include <linux/hrtimer.h>
 #include <linux/workqueue.h>
 #include <linux/poll.h>
 #include <linux/uio.h>
@@ -54,6 +55,14 @@ extern atomic_t vps_stale_left;
  */
 extern unsigned int vps_poll_us;
 #define VPS_POLL_US_MAX		1000
+/*
+ * Interrupt coalescing (module parameter coalesce_us, 0: off): how long
+ * a completion's interrupt may wait while other requests are in flight,
+ * capped here; and how many completions it may wait for.
+ */
+extern unsigned int vps_coalesce_us;
+#define VPS_COALESCE_US_MAX	1000
+#define VPS_COALESCE_MAX	16
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
 
@@ -181,6 +190,14 @@ struct vps_dev {
 	bool stopped;
 	bool backlog_wait;			/* completions wait for ring room */
 	bool need_call;				/* posted since the last call */
+	/*
+	 * [M] coalescing: the interrupt is held (coalesce_timer sets
+	 * VPS_EV_CALL when it is due); call_cmp is cmp_prod at the last one
+	 */
+	bool coalesce_armed;
+	u32 call_cmp;
+	u64 coalesced;				/* interrupts held back */
+	struct hrtimer coalesce_timer;
 	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
 	bool recheck;				/* re-armed: look once more */
@@ -241,6 +258,7 @@ struct vps_dev {
 	/* the worker's wake-up reasons; lock-free producers */
 	unsigned long events;
 #define VPS_EV_KICK	0
+#define VPS_EV_CALL	1			/* a held interrupt is due */
 	struct llist_head done;			/* backing I/O completed */
 	atomic_t io_pending;			/* submitted, not yet done */
 	wait_queue_head_t io_wait;		/* io_pending reaching 0 */

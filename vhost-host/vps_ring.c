@@ -296,10 +296,62 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 void vps_call(struct vps_dev *dev)
 {
 	dev->need_call = false;
+	dev->call_cmp = dev->cmp_prod;
+	if (dev->coalesce_armed) {
+		dev->coalesce_armed = false;
+		/* running already: it only adds a round with nothing due */
+		hrtimer_try_to_cancel(&dev->coalesce_timer);
+	}
 	if (dev->call_cmpl) {
 		vps_eventfd_signal(dev->call_cmpl);
 		dev->stats.calls++;
 	}
+}
+
+/*
+ * Interrupt coalescing (coalesce_us): a guest that takes an interrupt per
+ * completion (vmw_pvscsi at queue depth 32, 0.8 per I/O) gets one for
+ * several.  While other requests are in flight, the interrupt for what a
+ * round posted waits up to coalesce_us for the completions that follow,
+ * or until VPS_COALESCE_MAX of them are posted; the last request in
+ * flight is signalled at once, so queue depth 1 waits for nothing.  The
+ * timer only wakes the worker, which raises the interrupt under @mutex
+ * like every other.  ESXi coalesces PVSCSI's interrupts too.
+ * True when the interrupt is held.
+ */
+static bool vps_coalesce_hold(struct vps_dev *dev)
+{
+	u32 us = min_t(u32, READ_ONCE(vps_coalesce_us), VPS_COALESCE_US_MAX);
+
+	if (!us || !dev->nr_inflight || dev->stopped || dev->quiesce ||
+	    dev->cmp_prod - dev->call_cmp >= VPS_COALESCE_MAX)
+		return false;
+	if (!dev->coalesce_armed) {
+		dev->coalesce_armed = true;
+		dev->coalesced++;
+		hrtimer_start(&dev->coalesce_timer, us * NSEC_PER_USEC,
+			      HRTIMER_MODE_REL);
+	}
+	return true;
+}
+
+static enum hrtimer_restart vps_coalesce_due(struct hrtimer *t)
+{
+	struct vps_dev *dev = container_of(t, struct vps_dev, coalesce_timer);
+	unsigned long flags;
+
+	set_bit(VPS_EV_CALL, &dev->events);
+	/* under io_wait.lock, as a completion wakes it: see vps_owner_gone() */
+	spin_lock_irqsave(&dev->io_wait.lock, flags);
+	vps_worker_wake(dev);
+	spin_unlock_irqrestore(&dev->io_wait.lock, flags);
+	return HRTIMER_NORESTART;
+}
+
+void vps_coalesce_init(struct vps_dev *dev)
+{
+	hrtimer_init(&dev->coalesce_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	dev->coalesce_timer.function = vps_coalesce_due;
 }
 
 /* synchronous completion from the target (emulated commands, errors) */
@@ -638,7 +690,7 @@ void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 /* one round; returns true when the worker should run again at once */
 static bool vps_round(struct vps_dev *dev)
 {
-	bool again = false, kicked, peek;
+	bool again = false, kicked, peek, due;
 	u32 cons;
 
 	mutex_lock(&dev->mutex);
@@ -668,8 +720,9 @@ static bool vps_round(struct vps_dev *dev)
 			set_bit(VPS_EV_KICK, &dev->events);
 		vps_process_done(dev);
 	}
-	/* one interrupt for everything this round posted */
-	if (dev->need_call)
+	/* one interrupt for everything this round posted, or held a while */
+	due = test_and_clear_bit(VPS_EV_CALL, &dev->events);
+	if (dev->need_call && (due || !vps_coalesce_hold(dev)))
 		vps_call(dev);
 	/*
 	 * The ring was left alone for want of completion slots: go on once
@@ -696,7 +749,7 @@ static bool vps_round(struct vps_dev *dev)
 static bool vps_worker_has_work(struct vps_dev *dev)
 {
 	return (!READ_ONCE(dev->stopped) && test_bit(VPS_EV_KICK, &dev->events)) ||
-	       !llist_empty(&dev->done);
+	       test_bit(VPS_EV_CALL, &dev->events) || !llist_empty(&dev->done);
 }
 
 /*
@@ -1053,6 +1106,7 @@ static void vps_owner_gone(struct vps_dev *dev)
 	vps_kick_stop(dev);
 	vps_drop_rings(dev);
 	dev->quiesce++;		/* for good: nothing more is submitted */
+	hrtimer_cancel(&dev->coalesce_timer);	/* nor held */
 	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */
 	vps_drain_backlog(dev);

@@ -24,6 +24,7 @@ int vps_rs_put(struct vps_dev *dev, __le32 __user *field, u32 val);
 /* completion */
 void vps_req_free(struct vps_dev *dev, struct vps_req *req);
 void vps_call(struct vps_dev *dev);
+void vps_coalesce_init(struct vps_dev *dev);
 bool vps_drain_backlog(struct vps_dev *dev);
 bool vps_process_done(struct vps_dev *dev);
 

@@ -26,6 +26,7 @@
  *                                  command completes exactly once (TAP)
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
  *   vps_test poll DISK             busy-polling (poll_us) at queue depth 1
+ *   vps_test coalesce SLOW_DISK    interrupt coalescing (coalesce_us)
  *                                  (TAP; wants two CPUs)
  */
 #define _GNU_SOURCE
@@ -2831,6 +2832,136 @@ static int do_poll(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Interrupt coalescing (coalesce_us) on DISK, whose I/O takes tens of
+ * milliseconds (null_blk irqmode=2): a READ stays in flight while TEST
+ * UNIT READYs complete at once beside it.  Their interrupt is held (the
+ * debugfs count "coalesced" rises) and still comes, by the timer, while
+ * the READ is in flight; a burst of them shares a few; a request alone
+ * in flight is never held; coalesce_us 0 holds nothing; and an adapter
+ * closed while an interrupt is held goes cleanly (the timer goes first).
+ */
+#define COAL_BURST 12
+
+/* wait (up to a second) until the adapter raised N interrupts in all */
+static int calls_reach(uint64_t n)
+{
+	double t0 = now();
+
+	while (stats().calls < n && now() - t0 < 1)
+		usleep(100);
+	return stats().calls >= n;
+}
+
+static int do_coalesce(const char *disk)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct cmd rd = cmd_in((uint8_t[]){ 0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0 }, 10, 4096);
+	unsigned long long h0, h1;
+	struct vps_stats s0, s1;
+	struct result r, res[COAL_BURST];
+	int i, got, pending;
+	double t0, ms;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("coalesce set-up");
+	tap(!set_param("coalesce_us", "1000"), "coalesce-us-set", "%s", strerror(errno));
+
+	/* alone in flight: nothing to wait for, the interrupt comes at once */
+	h0 = adapter_field("coalesced");
+	s0 = stats();
+	put_req(&rd, next_ctx++, 0);
+	kick();
+	got = get_cmps(&r, 1, 5000);
+	calls_reach(s0.calls + 1);
+	s1 = stats();
+	tap(got == 1 && good(&r) && adapter_field("coalesced") == h0 && s1.calls == s0.calls + 1,
+	    "coalesce-alone-not-held", "got %d, held %llu, calls %llu",
+	    got, adapter_field("coalesced") - h0, (unsigned long long)(s1.calls - s0.calls));
+
+	/* beside a READ in flight: held, and due by the timer */
+	h0 = adapter_field("coalesced");
+	s0 = stats();
+	put_req(&rd, next_ctx++, 0);
+	kick();
+	usleep(2000);
+	put_req(&tur, next_ctx++, 1);
+	kick();
+	got = get_cmps(&r, 1, 5000);
+	t0 = now();
+	calls_reach(s0.calls + 1);
+	ms = (now() - t0) * 1000;
+	s1 = stats();
+	pending = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons;
+	h1 = adapter_field("coalesced");
+	printf("# the TUR's interrupt came %.1f ms after its completion\n", ms);
+	tap(got == 1 && good(&r) && h1 == h0 + 1 && s1.calls == s0.calls + 1 && pending,
+	    "coalesce-held-then-due", "got %d, held %llu, calls %llu, READ done before: %d",
+	    got, h1 - h0, (unsigned long long)(s1.calls - s0.calls), !pending);
+	got = get_cmps(&r, 1, 5000);
+	h0 = adapter_field("coalesced");
+	tap(got == 1 && good(&r) && calls_reach(s1.calls + 1) && h0 == h1,
+	    "coalesce-last-at-once", "got %d, calls %llu, held %llu", got,
+	    (unsigned long long)(stats().calls - s1.calls), h0 - h1);
+
+	/* a burst beside a READ: fewer interrupts than completions */
+	s0 = stats();
+	put_req(&rd, next_ctx++, 0);
+	kick();
+	usleep(2000);
+	for (i = 0; i < COAL_BURST; i++) {
+		put_req(&tur, next_ctx++, 1 + i);
+		kick();
+	}
+	got = get_cmps(res, COAL_BURST, 5000);
+	usleep(5000);
+	s1 = stats();
+	pending = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons;
+	tap(got == COAL_BURST && pending && s1.calls - s0.calls >= 1 &&
+	    s1.calls - s0.calls <= COAL_BURST / 3, "coalesce-burst-shares",
+	    "%d completions, %llu interrupts (at most %d), READ done: %d", got,
+	    (unsigned long long)(s1.calls - s0.calls), COAL_BURST / 3, !pending);
+	printf("# %d completions beside a READ: %llu interrupts\n", got,
+	       (unsigned long long)(s1.calls - s0.calls));
+	tap(get_cmps(&r, 1, 5000) == 1 && good(&r), "coalesce-burst-read", "READ lost");
+
+	/* off: nothing held */
+	tap(!set_param("coalesce_us", "0"), "coalesce-us-off", "%s", strerror(errno));
+	h0 = adapter_field("coalesced");
+	s0 = stats();
+	put_req(&rd, next_ctx++, 0);
+	kick();
+	usleep(2000);
+	put_req(&tur, next_ctx++, 1);
+	kick();
+	got = get_cmps(&r, 1, 5000);
+	calls_reach(s0.calls + 1);
+	s1 = stats();
+	pending = __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons;
+	tap(got == 1 && adapter_field("coalesced") == h0 && s1.calls == s0.calls + 1 && pending,
+	    "coalesce-off-not-held", "held %llu, calls %llu",
+	    adapter_field("coalesced") - h0, (unsigned long long)(s1.calls - s0.calls));
+	tap(get_cmps(&r, 1, 5000) == 1 && good(&r), "coalesce-off-read", "READ lost");
+
+	/* closed with an interrupt held (and a READ in flight) */
+	tap(!set_param("coalesce_us", "1000"), "coalesce-us-again", "%s", strerror(errno));
+	h0 = adapter_field("coalesced");
+	put_req(&rd, next_ctx++, 0);
+	kick();
+	usleep(2000);
+	put_req(&tur, next_ctx++, 1);
+	kick();
+	got = get_cmps(&r, 1, 5000);
+	tap(got == 1 && adapter_field("coalesced") == h0 + 1, "coalesce-held-at-close",
+	    "got %d, held %llu", got, adapter_field("coalesced") - h0);
+	close_adapter();
+	tap(1, "coalesce-close", "");
+	tap(!set_param("coalesce_us", "0"), "coalesce-us-default", "%s", strerror(errno));
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static int do_bench(const char *disk, int qd, double seconds)
 {
 	static struct result res[256];
@@ -3180,6 +3311,8 @@ int main(int argc, char **argv)
 		return do_close_inflight(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "poll"))
 		return do_poll(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "coalesce"))
+		return do_coalesce(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "faults"))
@@ -3204,6 +3337,7 @@ int main(int argc, char **argv)
 		"       vps_test hung-lun DISK DM_NAME\n"
 		"       vps_test bench DISK QD SECONDS\n"
 		"       vps_test poll DISK\n"
+		"       vps_test coalesce SLOW_DISK\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
 		"       vps_test detach-inflight DISK [CMD]\n"
 		"       vps_test cap DISK CAP WANT_GOOD\n"
