@@ -1365,51 +1365,65 @@ static int stop(uint32_t on)
 }
 
 /*
- * CPU ticks (user + system) the adapters' workers used so far: threads of
- * this process (vhost_task) or kthreads, named vhost-pvscsi-<pid>
+ * The adapters' workers: threads of this process (vhost_task) or kthreads,
+ * named vhost-pvscsi-<pid> (cut to 15 characters).  Fills @dirs with their
+ * /proc directories, this process's threads first; returns how many.
  */
-static uint64_t worker_ticks(void)
+#define MAX_WORKERS 8
+static int find_workers(char dirs[MAX_WORKERS][64])
 {
-	static const char *const dirs[] = { "/proc/self/task", "/proc" };
-	uint64_t sum = 0;
+	static const char *const top[] = { "/proc/self/task", "/proc" };
 	unsigned int i;
+	int n = 0;
 
 	for (i = 0; i < 2; i++) {
-		DIR *d = opendir(dirs[i]);
+		DIR *d = opendir(top[i]);
 		struct dirent *e;
 
 		if (!d)
 			continue;
-		while ((e = readdir(d))) {
-			char path[300], comm[32] = "", buf[1024], *p;
-			unsigned long long ut, stt;
+		while (n < MAX_WORKERS && (e = readdir(d))) {
+			char path[300], comm[32] = "";
 			FILE *f;
 
 			if (e->d_name[0] < '0' || e->d_name[0] > '9')
 				continue;
-			snprintf(path, sizeof(path), "%s/%s/comm", dirs[i], e->d_name);
+			snprintf(path, sizeof(path), "%s/%s/comm", top[i], e->d_name);
 			f = fopen(path, "r");
 			if (!f)
 				continue;
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = 0;
+			if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vhost-pvscsi-", 13))
+				snprintf(dirs[n++], 64, "%s/%.20s", top[i], e->d_name);
 			fclose(f);
-			if (strncmp(comm, "vhost-pvscsi-", 13))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/stat", dirs[i], e->d_name);
-			f = fopen(path, "r");
-			if (!f)
-				continue;
-			p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-			fclose(f);
-			/* after "(comm)": state is field 3, utime 14, stime 15 */
-			static const char *const fmt =
-				"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu";
-
-			if (p && sscanf(p + 2, fmt, &ut, &stt) == 2)
-				sum += ut + stt;
 		}
 		closedir(d);
+	}
+	return n;
+}
+
+/* CPU ticks (user + system) the adapters' workers used so far */
+static uint64_t worker_ticks(void)
+{
+	char dirs[MAX_WORKERS][64], path[80], buf[1024], *p;
+	unsigned long long ut, stt;
+	uint64_t sum = 0;
+	int i, n = find_workers(dirs);
+
+	for (i = 0; i < n; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%.64s/stat", dirs[i]);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* after "(comm)": state is field 3, utime 14, stime 15 */
+		static const char *const fmt =
+			"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu";
+
+		if (p && sscanf(p + 2, fmt, &ut, &stt) == 2)
+			sum += ut + stt;
 	}
 	return sum;
 }
@@ -2708,42 +2722,12 @@ static int do_cap(const char *disk, uint32_t cap, uint32_t want)
 }
 
 /* 4k random reads at a fixed queue depth; prints "iops N" */
-/*
- * The adapter's worker: a thread of ours (vhost_task, 6.12) or a kthread
- * (6.1), named vhost-pvscsi-<owner pid> (cut to 15 characters).  With one
- * adapter open, the one thread of that name.  0 when none is found.
- */
+/* the adapter's worker (with one adapter open, the one): its tid, or 0 */
 static pid_t worker_tid(void)
 {
-	static const char *const dirs[] = { "/proc/self/task", "/proc" };
-	unsigned int i;
+	char dirs[MAX_WORKERS][64];
 
-	for (i = 0; i < 2; i++) {
-		DIR *d = opendir(dirs[i]);
-		struct dirent *e;
-		pid_t found = 0;
-
-		if (!d)
-			continue;
-		while (!found && (e = readdir(d))) {
-			char path[300], comm[32] = "";
-			FILE *f;
-
-			if (e->d_name[0] < '0' || e->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/comm", dirs[i], e->d_name);
-			f = fopen(path, "r");
-			if (!f)
-				continue;
-			if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vhost-pvscsi-", 13))
-				found = atoi(e->d_name);
-			fclose(f);
-		}
-		closedir(d);
-		if (found)
-			return found;
-	}
-	return 0;
+	return find_workers(dirs) ? atoi(strrchr(dirs[0], '/') + 1) : 0;
 }
 
 /*
