@@ -51,10 +51,13 @@ extern atomic_t vps_stale_left;
 /*
  * Busy-polling (module parameter poll_us, 0: off): how long an idle
  * worker watches the request ring before it re-arms the doorbell, as
- * vhost-net's busyloop_timeout; capped here.
+ * vhost-net's busyloop_timeout.  Capped at 20 ms: where the guest's vCPU
+ * shares a host CPU (an overcommitted or nested host) it may be off that
+ * CPU for a scheduler slice of milliseconds, and a poll shorter than that
+ * rarely sees its next request.
  */
 extern unsigned int vps_poll_us;
-#define VPS_POLL_US_MAX		1000
+#define VPS_POLL_US_MAX		20000
 /*
  * Interrupt coalescing (module parameter coalesce_us, 0: off): how long
  * a completion's interrupt may wait while other requests are in flight,

@@ -56,11 +56,11 @@ u32 vps_recheck_ms = VPS_RECHECK_MS;
 unsigned int vps_poll_us;
 module_param_named(poll_us, vps_poll_us, uint, 0644);
 MODULE_PARM_DESC(poll_us,
-		 "Busy-poll the request ring this many microseconds before sleeping (0: off, the default; at most 1000): a queue-depth-1 guest's next request then needs no doorbell");
+		 "Busy-poll the request ring this many microseconds before sleeping (0: off, the default; at most 20000): a queue-depth-1 guest's next request then needs no doorbell");
 unsigned int vps_coalesce_us;
 module_param_named(coalesce_us, vps_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(coalesce_us,
-		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 1000): fewer guest interrupts per I/O at high queue depths, none held at queue depth 1");
+		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 20000): fewer guest interrupts per I/O at high queue depths, none held at queue depth 1");
 atomic_t vps_stale_left = ATOMIC_INIT(0);
 
 /* ---------------------------------------------------------------------- */

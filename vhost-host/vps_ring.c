@@ -19,6 +19,7 @@
 #include <linux/file.h>
 #include <linux/cgroup.h>
 #include <linux/kthread.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -505,12 +506,14 @@ bad:
  * once and its next request is seen without a doorbell or a wake-up (the
  * doorbell threshold stays high meanwhile).  True when a request came;
  * false once the time is up, another task wants the CPU, or the ring
- * broke.
+ * broke.  The clock is local_clock(), as vhost's busy-polling uses: the
+ * CPU's own counter, where ktime_get_ns() may read a device (HPET when
+ * the TSC is not trusted, an MMIO exit per look in a VM).
  */
 static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
-	u64 now = ktime_get_ns();
+	u64 now = local_clock();
 
 	if (!us)
 		return false;
@@ -532,7 +535,7 @@ static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
 			return true;
 		}
 		cpu_relax();
-		now = ktime_get_ns();
+		now = local_clock();
 	}
 	if (now < *end)
 		dev->poll_yield++;
