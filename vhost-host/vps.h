@@ -203,6 +203,13 @@ struct vps_dev {
 	struct hrtimer coalesce_timer;
 	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
+	/*
+	 * [M] VPS_FEAT_* the VMM turned on for these rings; event_old is
+	 * cmp_prod when the last interrupt was decided on (the event index's
+	 * "old": every completion is looked at by one decision)
+	 */
+	u32 features;
+	u32 event_old;
 	bool recheck;				/* re-armed: look once more */
 	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */

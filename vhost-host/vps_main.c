@@ -86,8 +86,8 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu poll_idle %llu poll_yield %llu coalesced %llu\n",
 		   st->aborts, st->resets, st->msgs, dev->unkicked, dev->polled,
 		   dev->poll_idle, dev->poll_yield, dev->coalesced);
-	seq_printf(m, "bounced %llu stale_posted %llu\n", dev->bounced,
-		   dev->stale_posted);
+	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
+		   dev->bounced, dev->stale_posted, st->calls_suppressed, dev->features);
 	mutex_unlock(&dev->mutex);
 	return 0;
 }
@@ -300,6 +300,7 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 	dev->cmp_prod = prod;
 	dev->broken = false;
 	dev->req_threshold = false;
+	dev->features = 0;
 	dev->stale_armed = false;
 	if (vps_rs_put(dev, &dev->rs->req_cons_idx, dev->req_cons) ||
 	    vps_rs_put(dev, &dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
@@ -635,6 +636,21 @@ static int vps_set_threshold(struct vps_dev *dev, void __user *argp)
 	return 0;
 }
 
+static int vps_set_features(struct vps_dev *dev, void __user *argp)
+{
+	u32 f;
+
+	if (get_user(f, (u32 __user *)argp))
+		return -EFAULT;
+	if ((f & ~VPS_FEATURES_ALL) || !dev->rings_ok)
+		return -EINVAL;
+	/* from here each completion is decided on once, from the next on */
+	if ((f & VPS_FEAT_CMP_EVENT_IDX) && !(dev->features & VPS_FEAT_CMP_EVENT_IDX))
+		dev->event_old = dev->cmp_prod;
+	dev->features = f;
+	return 0;
+}
+
 static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct vps_dev *dev = f->private_data;
@@ -644,6 +660,8 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	switch (cmd) {
 	case VPS_GET_ABI_VERSION:
 		return put_user((u32)VPS_ABI_VERSION, (u32 __user *)argp);
+	case VPS_GET_FEATURES:
+		return put_user((u32)VPS_FEATURES_ALL, (u32 __user *)argp);
 	case VPS_GET_STATS: {
 		struct vps_stats st;
 
@@ -696,6 +714,9 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		break;
 	case VPS_SET_REQ_CALL_THRESHOLD:
 		ret = vps_set_threshold(dev, argp);
+		break;
+	case VPS_SET_FEATURES:
+		ret = vps_set_features(dev, argp);
 		break;
 	case VPS_ATTACH_LUN:
 		ret = vps_attach_lun(dev, argp);

@@ -294,6 +294,29 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 	return true;
 }
 
+/*
+ * VPS_FEAT_CMP_EVENT_IDX: does the guest want an interrupt for what was
+ * posted since the last decision?  cmpProdIdx is published already; the
+ * barrier orders that before the event index is read, against the
+ * guest's write of the index, barrier, read of cmpProdIdx (one of the
+ * two sides then sees the other).  An unreadable index: interrupt.
+ */
+static bool vps_event_wanted(struct vps_dev *dev)
+{
+	u32 old = dev->event_old, event;
+	__le32 __user *field;
+
+	dev->event_old = dev->cmp_prod;
+	if (!dev->rs)
+		return true;
+	field = (__le32 __user *)((u8 __user *)dev->rs + PVSCSI_EXT_CMP_EVENT_OFFSET);
+	/* cmpProdIdx stored before the event index is loaded */
+	smp_mb();
+	if (vps_rs_get(dev, field, &event))
+		return true;
+	return pvscsi_ext_need_event(event, dev->cmp_prod, old);
+}
+
 void vps_call(struct vps_dev *dev)
 {
 	dev->need_call = false;
@@ -302,6 +325,10 @@ void vps_call(struct vps_dev *dev)
 		dev->coalesce_armed = false;
 		/* running already: it only adds a round with nothing due */
 		hrtimer_try_to_cancel(&dev->coalesce_timer);
+	}
+	if ((dev->features & VPS_FEAT_CMP_EVENT_IDX) && !vps_event_wanted(dev)) {
+		dev->stats.calls_suppressed++;
+		return;
 	}
 	if (dev->call_cmpl) {
 		vps_eventfd_signal(dev->call_cmpl);
@@ -1048,6 +1075,7 @@ void vps_drop_rings(struct vps_dev *dev)
 	dev->rings_ok = false;
 	dev->msg_ok = false;
 	dev->req_threshold = false;
+	dev->features = 0;
 	WRITE_ONCE(dev->recheck, false);
 	dev->broken = false;
 	dev->cmp_stall = false;

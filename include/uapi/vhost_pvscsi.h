@@ -81,6 +81,7 @@ enum pvscsi_cmd {
 	 */
 	PVSCSI_CMD_EXT_QUERY		= 0x5650,	/* "VP" */
 	PVSCSI_CMD_EXT_SETUP_QUEUES	= 0x5651,
+	PVSCSI_CMD_EXT_SET_FEATURES	= 0x5652,
 };
 
 /* value of PVSCSI_REG_COMMAND_STATUS for a refused/unknown command */
@@ -305,6 +306,36 @@ struct pvscsi_cmd_ext_query {
 	__le32 driver_version;		/* PVSCSI_EXT_VERSION the driver speaks */
 } __attribute__((packed));
 
+/*
+ * PVSCSI_CMD_EXT_SET_FEATURES: turn on features the EXT_QUERY answer
+ * offered, after SETUP_RINGS.  Status 0, or PVSCSI_STATUS_UNSUPPORTED
+ * (bad magic, a bit not offered, rings not set up: nothing changes).
+ * ADAPTER_RESET and SETUP_RINGS turn every feature off again (as they do
+ * SETUP_REQCALLTHRESHOLD): a driver sets them after each SETUP_RINGS.
+ *
+ * PVSCSI_EXT_FEAT_INTR_MODERATION, the completion event index (virtio's
+ * used_event): the driver writes, in the rings state page at
+ * PVSCSI_EXT_CMP_EVENT_OFFSET, the completion index it wants an
+ * interrupt for, normally its cmpConsIdx once it has reaped; the device
+ * raises the completion interrupt only when it publishes that entry, i.e.
+ * when cmpProdIdx moves from "old" to "new" with
+ * (u32)(new - event - 1) < (u32)(new - old) (pvscsi_ext_need_event()).  The
+ * device publishes cmpProdIdx, then a full barrier, then reads the event
+ * index; the driver writes the event index, a full barrier, then reads
+ * cmpProdIdx again and reaps what came meanwhile, or a completion may
+ * wait with no interrupt.  The message ring's interrupt is not affected.
+ */
+#define PVSCSI_EXT_CMP_EVENT_OFFSET	0x100
+static __inline__ int pvscsi_ext_need_event(__u32 event, __u32 new_idx, __u32 old_idx)
+{
+	return (__u32)(new_idx - event - 1) < (__u32)(new_idx - old_idx);
+}
+
+struct pvscsi_cmd_ext_set_features {
+	__le32 magic;			/* PVSCSI_EXT_QUERY_MAGIC */
+	__le32 features;		/* PVSCSI_EXT_FEAT_* */
+} __attribute__((packed));
+
 /* ------------------------------------------------------------------ */
 /* Part 2: the host module's ioctl interface (/dev/vhost-pvscsi)      */
 /* ------------------------------------------------------------------ */
@@ -385,7 +416,7 @@ struct vps_stats {
 	__u64 msgs;			/* message ring entries posted */
 	__u64 log_pages;		/* dirty-log bits set (VPS_SET_LOG) */
 	__u64 log_errors;		/* bits that could not be set: see below */
-	__u64 reserved;
+	__u64 calls_suppressed;		/* VPS_FEAT_CMP_EVENT_IDX: not wanted */
 };
 
 /*
@@ -443,6 +474,18 @@ struct vps_log {
 #define VPS_STOP		_IOW(VPS_IOC_TYPE, 0xdc, __u32)
 #define VPS_RESUME_RINGS	_IOW(VPS_IOC_TYPE, 0xdd, struct pvscsi_cmd_setup_rings)
 #define VPS_RESUME_MSG_RING	_IOW(VPS_IOC_TYPE, 0xde, struct pvscsi_cmd_setup_msg_ring)
+/*
+ * Extension features the module implements for the VMM's
+ * PVSCSI_CMD_EXT_SET_FEATURES (VPS_FEAT_* are the PVSCSI_EXT_FEAT_* bits):
+ * VPS_GET_FEATURES says which (a module without them: ENOTTY),
+ * VPS_SET_FEATURES turns them on or off for the rings set up (EINVAL: a
+ * bit unknown, rings not set up).  VPS_SETUP_RINGS, VPS_RESUME_RINGS and
+ * VPS_RESET of the adapter turn them off.
+ */
+#define VPS_FEAT_CMP_EVENT_IDX		PVSCSI_EXT_FEAT_INTR_MODERATION
+#define VPS_FEATURES_ALL		VPS_FEAT_CMP_EVENT_IDX
+#define VPS_GET_FEATURES	_IOR(VPS_IOC_TYPE, 0xdf, __u32)
+#define VPS_SET_FEATURES	_IOW(VPS_IOC_TYPE, 0xe0, __u32)
 
 /* ------------------------------------------------------------------ */
 /* size checks                                                        */
@@ -470,6 +513,9 @@ VPS_SIZE_CHECK(struct pvscsi_cmp_desc, 32);
 VPS_SIZE_CHECK(struct pvscsi_msg_desc, 128);
 VPS_SIZE_CHECK(struct pvscsi_msg_dev_status, 128);
 VPS_SIZE_CHECK(struct pvscsi_cmd_ext_query, 8);
+VPS_SIZE_CHECK(struct pvscsi_cmd_ext_set_features, 8);
+static_assert(sizeof(struct pvscsi_rings_state) <= PVSCSI_EXT_CMP_EVENT_OFFSET &&
+	      PVSCSI_EXT_CMP_EVENT_OFFSET % 64 == 0, "event index placement");
 VPS_SIZE_CHECK(struct vps_eventfd, 8);
 VPS_SIZE_CHECK(struct vps_lun, 96);
 VPS_SIZE_CHECK(struct vps_lun_addr, 8);

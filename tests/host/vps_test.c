@@ -26,6 +26,7 @@
  *                                  command completes exactly once (TAP)
  *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
  *   vps_test poll DISK             busy-polling (poll_us) at queue depth 1
+ *   vps_test event DISK            the completion event index (VPS_SET_FEATURES)
  *   vps_test coalesce SLOW_DISK    interrupt coalescing (coalesce_us)
  *                                  (TAP; wants two CPUs)
  */
@@ -2861,6 +2862,146 @@ static int do_poll(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/* the guest's completion event index (VPS_FEAT_CMP_EVENT_IDX) */
+static void set_event(uint32_t idx)
+{
+	uint32_t *ev = (uint32_t *)((uint8_t *)page(P_RS) + PVSCSI_EXT_CMP_EVENT_OFFSET);
+
+	__atomic_store_n(ev, idx, __ATOMIC_RELAXED);
+	/* the driver's side of the rule: write, full barrier, look again */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* @n TEST UNIT READYs one after another, each reaped by watching the ring */
+static int tur_each(int n)
+{
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct result r;
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t a = next_ctx++;
+
+		put_req(&c, a, i % 64);
+		kick();
+		if (get_cmps_how(&r, 1, 5000, true) != 1 || r.context != a || !good(&r))
+			bad++;
+	}
+	return bad;
+}
+
+/* the calls that came within @ms */
+static uint64_t calls_within(int ms)
+{
+	struct pollfd p = { call_fd, POLLIN, 0 };
+	uint64_t before = calls_seen, v;
+
+	poll(&p, 1, ms);
+	if (read(call_fd, &v, sizeof(v)) == sizeof(v))
+		calls_seen += v;
+	return calls_seen - before;
+}
+
+/*
+ * The completion event index (PVSCSI_EXT_FEAT_INTR_MODERATION): with the
+ * feature on, the module raises the completion interrupt only when it
+ * publishes the entry the guest's event index names, as virtio's
+ * used_event; off, and after SETUP_RINGS, every completion has one.
+ */
+static int do_event(const char *disk)
+{
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint32_t f = 0, bad_bit = 1u << 7, on = VPS_FEAT_CMP_EVENT_IDX;
+	struct result res[16];
+	struct vps_stats s0, s1;
+	uint64_t c0, n;
+	int i, ret, bad;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("event set-up");
+	tap(!ioctl(vfd, VPS_GET_FEATURES, &f) && f == VPS_FEAT_CMP_EVENT_IDX,
+	    "event-offered", "features %#x: %s", f, strerror(errno));
+	ret = ioctl(vfd, VPS_SET_FEATURES, &bad_bit);
+	tap(ret < 0 && errno == EINVAL, "event-unknown-bit-refused", "ret %d %s", ret,
+	    strerror(errno));
+
+	/* off: each completion its interrupt, whatever the index says */
+	set_event(cmp_cons + 1000);
+	c0 = calls_seen;
+	bad = tur_each(4);
+	calls_within(50);
+	n = calls_seen - c0;
+	tap(!bad && n >= 1, "event-off-calls", "%d bad, %llu calls", bad, (unsigned long long)n);
+
+	tap(!ioctl(vfd, VPS_SET_FEATURES, &on), "event-on", "%s", strerror(errno));
+	set_event(cmp_cons);
+	c0 = calls_seen;
+	bad = tur_each(1);
+	tap(!bad && wait_call(c0), "event-wanted-calls",
+	    "%d bad, no interrupt for the completion the index named", bad);
+
+	/* the index stays behind: nothing more is wanted */
+	calls_within(50);
+	s0 = stats();
+	c0 = calls_seen;
+	bad = tur_each(8);
+	calls_within(50);
+	n = calls_seen - c0;
+	s1 = stats();
+	tap(!bad && !n && s1.calls_suppressed - s0.calls_suppressed >= 1 &&
+	    s1.calls == s0.calls, "event-behind-no-calls",
+	    "%d bad, %llu calls, %llu suppressed", bad, (unsigned long long)n,
+	    (unsigned long long)(s1.calls_suppressed - s0.calls_suppressed));
+
+	/* ahead: the fourth completion from here, not before */
+	set_event(cmp_cons + 3);
+	c0 = calls_seen;
+	bad = tur_each(3);
+	calls_within(50);
+	n = calls_seen - c0;
+	bad += tur_each(1);
+	tap(!bad && !n && wait_call(c0), "event-ahead-calls-at-index",
+	    "%d bad, %llu calls before the named completion", bad, (unsigned long long)n);
+
+	/* a burst: one interrupt however many passes post it */
+	calls_within(50);
+	set_event(cmp_cons);
+	c0 = calls_seen;
+	for (i = 0; i < 16; i++)
+		put_req(&c, next_ctx++, i);
+	kick();
+	i = get_cmps_how(res, 16, 5000, true);
+	calls_within(50);
+	n = calls_seen - c0;
+	tap(i == 16 && n == 1, "event-burst-one-call", "%d of 16 completions, %llu calls", i,
+	    (unsigned long long)n);
+
+	/* SETUP_RINGS turns it off: the stale index no longer holds calls */
+	req_prod = 0;
+	cmp_cons = 0;
+	rs->req_prod_idx = 0;
+	rs->cmp_cons_idx = 0;
+	ret = setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	set_event(1000);
+	c0 = calls_seen;
+	bad = tur_each(1);
+	tap(!ret && !bad && wait_call(c0), "event-off-after-setup-rings",
+	    "ret %d, %d bad, no interrupt", ret, bad);
+
+	/* no rings, no features */
+	{
+		struct vps_reset r = { .kind = VPS_RESET_ADAPTER };
+
+		ioctl(vfd, VPS_RESET, &r);
+	}
+	ret = ioctl(vfd, VPS_SET_FEATURES, &on);
+	tap(ret < 0 && errno == EINVAL, "event-needs-rings", "ret %d %s", ret, strerror(errno));
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 /*
  * Interrupt coalescing (coalesce_us) on DISK, whose I/O takes tens of
  * milliseconds (null_blk irqmode=2): a READ stays in flight while TEST
@@ -3342,6 +3483,8 @@ int main(int argc, char **argv)
 		return do_poll(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "coalesce"))
 		return do_coalesce(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "event"))
+		return do_event(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "faults"))
@@ -3367,6 +3510,7 @@ int main(int argc, char **argv)
 		"       vps_test bench DISK QD SECONDS\n"
 		"       vps_test poll DISK\n"
 		"       vps_test coalesce SLOW_DISK\n"
+		"       vps_test event DISK\n"
 		"       vps_test faults DISK LBA read|write ON_CMD OFF_CMD\n"
 		"       vps_test detach-inflight DISK [CMD]\n"
 		"       vps_test cap DISK CAP WANT_GOOD\n"
