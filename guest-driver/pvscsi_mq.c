@@ -72,6 +72,11 @@ static bool ext = true;
 module_param(ext, bool, 0444);
 MODULE_PARM_DESC(ext, "Query the device for the vhost-pvscsi extension; 0 = plain PVSCSI ABI only (default 1)");
 
+static bool event_idx = true;
+module_param(event_idx, bool, 0444);
+MODULE_PARM_DESC(event_idx,
+		 "Ask for completion interrupts by event index (the extension's INTR_MODERATION: none while the driver reaps), if the device offers it (default 1)");
+
 static unsigned int irq_mode;
 module_param(irq_mode, uint, 0444);
 MODULE_PARM_DESC(irq_mode, "Interrupt type: 0 = MSI-X, then MSI, then INTx; 1 = MSI-X only; 2 = MSI only; 3 = INTx only (default 0)");
@@ -196,6 +201,12 @@ struct pvscsi_adapter {
 	enum pvscsi_irq_kind irq_kind;
 	bool use_msg;		/* device accepted SETUP_MSG_RING */
 	bool use_threshold;	/* device accepted SETUP_REQCALLTHRESHOLD */
+	/*
+	 * The device accepted EXT_SET_FEATURES INTR_MODERATION: it interrupts
+	 * for the completion the event index names.  Set with the rings
+	 * (probe, host reset), read under cmp_lock.
+	 */
+	bool use_event_idx;
 	int irq;
 
 	/* shared with the device */
@@ -638,6 +649,12 @@ static void pvscsi_complete_one(struct pvscsi_adapter *a,
 	pvscsi_finish(a, cmd);
 }
 
+/* the completion event index, in the rings state page after its fields */
+static __le32 *pvscsi_cmp_event(struct pvscsi_adapter *a)
+{
+	return (__le32 *)((u8 *)a->rings_state + PVSCSI_EXT_CMP_EVENT_OFFSET);
+}
+
 /*
  * Reap at most @budget completions; returns the number reaped and sets
  * *more when the device has published others.  cmp_lock held.
@@ -653,6 +670,7 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 	struct pvscsi_rings_state *s = a->rings_state;
 	u32 cons = a->cmp_cons, prod, n = 0;
 	struct pvscsi_cmp_desc e;
+	bool armed = false;
 
 	for (;;) {
 		prod = le32_to_cpu(READ_ONCE(s->cmp_prod_idx));
@@ -664,6 +682,19 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 					     prod, cons);
 			prod = cons;
 			break;
+		}
+		if (cons == prod && a->use_event_idx && !armed) {
+			/*
+			 * Reaped up to here: ask for an interrupt for the next
+			 * completion, then look once more (the device
+			 * publishes, then reads the index): what came
+			 * meanwhile may have no interrupt, so it is reaped now.
+			 */
+			WRITE_ONCE(*pvscsi_cmp_event(a), cpu_to_le32(cons));
+			/* the index stored before cmpProdIdx is loaded again */
+			virt_mb();
+			armed = true;
+			continue;
 		}
 		if (cons == prod || n >= budget)
 			break;
@@ -680,6 +711,7 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 		mb();
 		a->cmp_cons = cons;
 		WRITE_ONCE(s->cmp_cons_idx, cpu_to_le32(cons));
+		armed = false;
 	}
 	a->stats.completions += n;
 	*more = cons != prod;
@@ -876,6 +908,24 @@ static int pvscsi_setup_rings(struct pvscsi_adapter *a)
 		status = pvscsi_command(a, PVSCSI_CMD_SETUP_REQCALLTHRESHOLD,
 					&thr, sizeof(thr));
 		a->use_threshold = status != PVSCSI_STATUS_UNSUPPORTED;
+	}
+
+	/* SETUP_RINGS turned the device's features off; the index is 0 */
+	a->use_event_idx = false;
+	if (event_idx && PVSCSI_EXT_STATUS_VALID(a->ext_status) &&
+	    (PVSCSI_EXT_STATUS_FEATURES(a->ext_status) & PVSCSI_EXT_FEAT_INTR_MODERATION)) {
+		struct pvscsi_cmd_ext_set_features f = {
+			.magic = cpu_to_le32(PVSCSI_EXT_QUERY_MAGIC),
+			.features = cpu_to_le32(PVSCSI_EXT_FEAT_INTR_MODERATION),
+		};
+
+		WRITE_ONCE(*pvscsi_cmp_event(a), cpu_to_le32(a->cmp_cons));
+		status = pvscsi_command(a, PVSCSI_CMD_EXT_SET_FEATURES, &f, sizeof(f));
+		a->use_event_idx = status == 0;
+		if (!a->use_event_idx)
+			dev_warn(&a->pdev->dev,
+				 "device offered but refused the event index (status %#x)\n",
+				 status);
 	}
 
 	a->use_msg = false;
@@ -1173,6 +1223,7 @@ enum pvscsi_attr_id {
 	PVSCSI_A_IRQ_MODE,
 	PVSCSI_A_EXT_STATUS,
 	PVSCSI_A_EXT,
+	PVSCSI_A_EVENT_IDX,
 };
 
 struct pvscsi_attr {
@@ -1208,6 +1259,7 @@ static u64 pvscsi_attr_value(struct pvscsi_adapter *a, enum pvscsi_attr_id id)
 	case PVSCSI_A_HOST_RESETS: return atomic64_read(&st->host_resets);
 	case PVSCSI_A_MSG_RING: return a->use_msg;
 	case PVSCSI_A_REQ_CALL_THRESHOLD: return a->use_threshold;
+	case PVSCSI_A_EVENT_IDX: return a->use_event_idx;
 	case PVSCSI_A_MAX_TARGETS: return a->max_targets;
 	case PVSCSI_A_REQ_RING_ENTRIES: return a->req_entries;
 	case PVSCSI_A_CMP_RING_ENTRIES: return a->cmp_entries;
@@ -1270,6 +1322,7 @@ static struct pvscsi_attr pvscsi_attr_table[] = {
 	PVSCSI_ATTR(irq_mode, PVSCSI_A_IRQ_MODE),
 	PVSCSI_ATTR(ext_status, PVSCSI_A_EXT_STATUS),
 	PVSCSI_ATTR(ext, PVSCSI_A_EXT),
+	PVSCSI_ATTR(event_idx, PVSCSI_A_EVENT_IDX),
 };
 
 /* filled from the table at module init */

@@ -124,6 +124,20 @@ one_drv() {
 					"$(awk '/^aborts/ {print $8 - '"$u0"'}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 0
 			echo 5 > /sys/kernel/debug/vhost_pvscsi/recheck_ms
 		fi
+		if mark event-stress 240; then
+			a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
+			e0=$(awk '/^bounced/ {print $6}' "$a")
+			k0=$(awk '/^kicks/ {print $6, $8}' "$a")
+			if mark event-stress-done 240; then
+				t_match "$drv/event-calls-suppressed" \
+					"$(awk '/^bounced/ {print $6 - '"$e0"', $8}' "$a")" '^[1-9][0-9]* 0x2$'
+				echo "# event stress: completions, interrupts, held back:" \
+					"$(awk -v k0="$k0" -v e0="$e0" 'BEGIN {split(k0, k, " ")}
+						/^kicks/ {c = $6 - k[1]; i = $8 - k[2]}
+						/^bounced/ {s = $6 - e0}
+						END {print c, i, s}' "$a")"
+			fi
+		fi
 	fi
 	if mark io-running 300; then
 		# I/O is flowing through this guest's adapter when QEMU dies
