@@ -60,7 +60,7 @@ MODULE_PARM_DESC(poll_us,
 unsigned int vps_coalesce_us;
 module_param_named(coalesce_us, vps_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(coalesce_us,
-		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 20000): fewer guest interrupts per I/O at high queue depths, none held at queue depth 1");
+		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 1000): fewer guest interrupts per I/O where the backing keeps requests in flight, none held at queue depth 1");
 atomic_t vps_stale_left = ATOMIC_INIT(0);
 
 /* ---------------------------------------------------------------------- */

@@ -24,7 +24,10 @@
  *                                  rest get TASK SET FULL
  *   vps_test detach-inflight DISK  detach a LUN with I/O in flight: each
  *                                  command completes exactly once (TAP)
- *   vps_test bench DISK QD SECONDS 4k random reads; prints IOPS
+ *   vps_test bench DISK QD SECONDS [spin]
+ *                                  4k random reads; prints IOPS (spin:
+ *                                  watch the completion ring, as a
+ *                                  polling guest driver, not the eventfd)
  *   vps_test poll DISK             busy-polling (poll_us) at queue depth 1
  *   vps_test event DISK            the completion event index (VPS_SET_FEATURES)
  *   vps_test coalesce SLOW_DISK    interrupt coalescing (coalesce_us)
@@ -3132,7 +3135,7 @@ static int do_coalesce(const char *disk)
 	return failures ? 1 : 0;
 }
 
-static int do_bench(const char *disk, int qd, double seconds)
+static int do_bench(const char *disk, int qd, double seconds, bool spin)
 {
 	static struct result res[256];
 	uint64_t done = 0, lba;
@@ -3154,7 +3157,7 @@ static int do_bench(const char *disk, int qd, double seconds)
 	}
 	kick();
 	while ((t1 = now()) - t0 < seconds) {
-		int got = get_cmps(res, 1, 1000), k;
+		int got = get_cmps_how(res, 1, 1000, spin), k;
 
 		if (got <= 0)
 			break;
@@ -3485,8 +3488,8 @@ int main(int argc, char **argv)
 		return do_coalesce(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
 		return do_event(argv[2]);
-	if (argc == 5 && !strcmp(argv[1], "bench"))
-		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]));
+	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "spin"))) && !strcmp(argv[1], "bench"))
+		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]), argc == 6);
 	if (argc == 7 && !strcmp(argv[1], "faults"))
 		return do_faults(argv[2], strtoull(argv[3], NULL, 0),
 				 !strcmp(argv[4], "write"), argv[5], argv[6]);
@@ -3507,7 +3510,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
 		"       vps_test hung-lun DISK DM_NAME\n"
-		"       vps_test bench DISK QD SECONDS\n"
+		"       vps_test bench DISK QD SECONDS [spin]\n"
 		"       vps_test poll DISK\n"
 		"       vps_test coalesce SLOW_DISK\n"
 		"       vps_test event DISK\n"

@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 5
+# checks: 7
 #
 # `make static`, check by check, on a copy of the tree (it rebuilds every
 # object with C=2; the VM tests running beside it pack the .ko files of
 # the work tree): the modules build with W=1 and sparse (C=2) against
 # Debian's 6.12 and 6.1 headers with no warning of either, and
 # checkpatch --strict finds nothing in the kernel or the userspace sources.
-# A check whose tool is missing fails: it proves nothing.
+# A check whose tool is missing fails: it proves nothing.  The caps the
+# module parameters' descriptions state are the ones the code applies.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/scripts/lib.sh"
 w=$(mktemp -d /tmp/vps-static-XXXXXX)
@@ -61,3 +62,13 @@ step checkpatch-user static-checkpatch-user
 printf '// SPDX-License-Identifier: GPL-2.0\nint f(int a) {\n\treturn a;\n}\n' > "$w/bad.c"
 out=$("$cp" --strict --no-tree --terse -f "$w/bad.c" 2>&1)
 res checkpatch-catches-defect "$( [ -n "$out" ] && echo 0 || echo 1)" "no report on a brace on the function line"
+
+# a module parameter's description says the cap the code applies (the
+# poll_us change once rewrote coalesce_us's "at most 1000" to 20000)
+for pc in poll_us:VPS_POLL_US_MAX coalesce_us:VPS_COALESCE_US_MAX; do
+	p=${pc%%:*} c=${pc#*:}
+	said=$(grep -A2 "MODULE_PARM_DESC($p," "$TOP/vhost-host/vps_main.c" | grep -o 'at most [0-9]*' | awk '{print $3}')
+	is=$(awk -v c="$c" '$1 == "#define" && $2 == c {print $3}' "$TOP/vhost-host/vps.h")
+	res "param-cap-$p" "$( [ -n "$is" ] && [ "$said" = "$is" ] && echo 0 || echo 1)" \
+		"the description says at most '$said', $c is '$is'"
+done
