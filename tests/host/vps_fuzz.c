@@ -5,8 +5,9 @@
  * random and mutated request descriptors (CDB bytes, flags, lengths, SG
  * lists, addresses near and outside the memory table, targets and LUNs),
  * writes to the ring-state indices, and control operations (ring setup,
- * resets, aborts, LUN attach and detach, memory table changes, closing
- * the adapter) interleaved with the I/O.
+ * resets, aborts, LUN attach and detach, memory table changes, the
+ * request call threshold, the completion event index on and off with the
+ * index anywhere, closing the adapter) interleaved with the I/O.
  *
  *   vps_fuzz [--seed N] [--iterations M] [--seconds S] [--descriptors D]
  *            DISK FILE RO_DISK
@@ -1072,6 +1073,20 @@ static void one_op(void)
 		else if (!e)
 			threshold_on = on;
 		expect(e, "threshold", rings_up ? 0 : EINVAL, 0);
+
+		/*
+		 * The completion event index: on, off or an unknown bit, and
+		 * the index anywhere (a guest may ask for no interrupts at
+		 * all: drain() looks at the ring every 20 ms regardless)
+		 */
+		on = rnd(4) ? rnd(2) * VPS_FEAT_CMP_EVENT_IDX : 1u << rnd(32);
+		op("features %#x", on);
+		e = ioctl(vfd, VPS_SET_FEATURES, &on);
+		if (on & ~VPS_FEATURES_ALL)
+			e = e && errno == EINVAL ? 0 : (errno = EPROTO, -1);
+		expect(e, "features", rings_up ? 0 : EINVAL, 0);
+		__atomic_store_n((uint32_t *)((uint8_t *)page(P_RS) + PVSCSI_EXT_CMP_EVENT_OFFSET),
+				 rnd(2) ? cmp_cons + rnd(64) : (uint32_t)rnd64(), __ATOMIC_RELAXED);
 	} else if (k < 820) {
 		/* SETUP_RINGS again, without a reset, once idle */
 		harvest();
