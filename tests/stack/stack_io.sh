@@ -127,15 +127,15 @@ one_drv() {
 		if mark event-stress 240; then
 			a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
 			e0=$(awk '/^bounced/ {print $6}' "$a")
-			k0=$(awk '/^kicks/ {print $6, $8}' "$a")
+			k0=$(awk '/^kicks/ {print $6, $8, $2, $4}' "$a")
 			if mark event-stress-done 240; then
 				t_match "$drv/event-calls-suppressed" \
 					"$(awk '/^bounced/ {print $6 - '"$e0"', $8}' "$a")" '^[1-9][0-9]* 0x2$'
-				echo "# event stress: completions, interrupts, held back:" \
+				echo "# event stress: completions, interrupts, held back, worker wake-ups by doorbell, requests:" \
 					"$(awk -v k0="$k0" -v e0="$e0" 'BEGIN {split(k0, k, " ")}
-						/^kicks/ {c = $6 - k[1]; i = $8 - k[2]}
+						/^kicks/ {c = $6 - k[1]; i = $8 - k[2]; w = $2 - k[3]; r = $4 - k[4]}
 						/^bounced/ {s = $6 - e0}
-						END {print c, i, s}' "$a")"
+						END {print c, i, s, w, r}' "$a")"
 			fi
 		fi
 	fi
