@@ -128,13 +128,19 @@ if [ "$DRV" = pvscsi_mq ]; then
 	# its threshold load) waits 2 s, counted as unkicked by the host VM.
 	# Bursts of a few requests with idle gaps make the device go from
 	# polling to re-armed and back thousands of times.
-	a0=$(cat "$st/aborts")
+	# bursts of QD requests, THINK us apart, from 2 jobs for SECS s: fio
+	# must pass and no command may have been aborted (a lost doorbell or
+	# interrupt shows as a 30 s timeout, then an abort)
+	burst_stress() { # name qd think secs
+		a0=$(cat "$st/aborts")
+		t_check "$1" fio --name=b --filename=/dev/sda --rw=randread --bs=4k --iodepth="$2" \
+			--thinktime="$3" --thinktime_blocks="$2" --numjobs=2 --time_based --runtime="$4" \
+			--direct=1 --ioengine=libaio --size=64M --offset=64M --output-format=terse --minimal
+		t_equal "$1-no-aborts" "$(cat "$st/aborts")" "$a0"
+	}
 	echo "VPS-MARK doorbell-stress"
 	sleep 8
-	t_check doorbell-stress fio --name=d --filename=/dev/sda --rw=randread --bs=4k --iodepth=4 \
-		--thinktime=300 --thinktime_blocks=4 --numjobs=2 --time_based --runtime=20 \
-		--direct=1 --ioengine=libaio --size=64M --offset=64M --output-format=terse --minimal
-	t_equal doorbell-stress-no-aborts "$(cat "$st/aborts")" "$a0"
+	burst_stress doorbell-stress 4 300 20
 	echo "VPS-MARK doorbell-stress-done"
 
 	# The completion event index (the extension's INTR_MODERATION): on
@@ -146,15 +152,11 @@ if [ "$DRV" = pvscsi_mq ]; then
 	# be aborted after the 30 s timeout.  The host VM checks that the
 	# module held interrupts back meanwhile.
 	t_equal event-idx-on "$(cat "$st/event_idx")" 1
-	a0=$(cat "$st/aborts")
 	i0=$(cat "$st/interrupts")
 	c0=$(cat "$st/completions")
 	echo "VPS-MARK event-stress"
 	sleep 3
-	t_check event-stress fio --name=e --filename=/dev/sda --rw=randread --bs=4k --iodepth=32 \
-		--thinktime=500 --thinktime_blocks=32 --numjobs=2 --time_based --runtime=15 \
-		--direct=1 --ioengine=libaio --size=64M --offset=64M --output-format=terse --minimal
-	t_equal event-stress-no-aborts "$(cat "$st/aborts")" "$a0"
+	burst_stress event-stress 32 500 15
 	echo "# event index: $(( $(cat "$st/interrupts") - i0 )) interrupts for $(( $(cat "$st/completions") - c0 )) completions"
 	echo "VPS-MARK event-stress-done"
 fi
