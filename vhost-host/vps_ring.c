@@ -300,16 +300,16 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
  * barrier orders that before the event index is read, against the
  * guest's write of the index, barrier, read of cmpProdIdx (one of the
  * two sides then sees the other).  An unreadable index: interrupt.
+ * The features are on only with rings (vps_drop_rings() clears them), so
+ * @rs is mapped here.
  */
 static bool vps_event_wanted(struct vps_dev *dev)
 {
+	__le32 __user *field = (__le32 __user *)((u8 __user *)dev->rs +
+						 PVSCSI_EXT_CMP_EVENT_OFFSET);
 	u32 old = dev->event_old, event;
-	__le32 __user *field;
 
 	dev->event_old = dev->cmp_prod;
-	if (!dev->rs)
-		return true;
-	field = (__le32 __user *)((u8 __user *)dev->rs + PVSCSI_EXT_CMP_EVENT_OFFSET);
 	/* cmpProdIdx stored before the event index is loaded */
 	smp_mb();
 	if (vps_rs_get(dev, field, &event))

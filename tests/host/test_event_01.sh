@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 14
+# checks: 15
 #
 # The completion event index (VPS_SET_FEATURES VPS_FEAT_CMP_EVENT_IDX, the
 # module's side of the extension's INTR_MODERATION): tests/host/vps_test
 # event on null_blk.  The module offers the feature and refuses unknown
-# bits and a call without rings; with it off every completion has its
-# interrupt; on, an interrupt comes for the completion the guest's index
+# bits, a bad pointer and a call without rings; with it off every
+# completion has its interrupt; on, an interrupt comes for the completion the guest's index
 # names (at once, or three completions later), none while the index
 # stays behind (counted as suppressed), one for a burst of sixteen; a new
 # SETUP_RINGS turns it off again.

@@ -2928,6 +2928,9 @@ static int do_event(const char *disk)
 	ret = ioctl(vfd, VPS_SET_FEATURES, &bad_bit);
 	tap(ret < 0 && errno == EINVAL, "event-unknown-bit-refused", "ret %d %s", ret,
 	    strerror(errno));
+	ret = ioctl(vfd, VPS_SET_FEATURES, NULL);
+	tap(ret < 0 && errno == EFAULT, "event-bad-pointer-refused", "ret %d %s", ret,
+	    strerror(errno));
 
 	/* off: each completion its interrupt, whatever the index says */
 	set_event(cmp_cons + 1000);
