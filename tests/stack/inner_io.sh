@@ -150,7 +150,7 @@ if [ "$DRV" = pvscsi_mq ]; then
 	# that does not come: a driver that wrote its index without the full
 	# barrier and the second look would leave one, and its command would
 	# be aborted after the 30 s timeout.  The host VM checks that the
-	# module held interrupts back meanwhile.
+	# feature stayed on and counts the interrupts it held back.
 	t_equal event-idx-on "$(cat "$st/event_idx")" 1
 	i0=$(cat "$st/interrupts")
 	c0=$(cat "$st/completions")

