@@ -15,6 +15,7 @@
 #define _VPS_H
 
 #include <linux/types.h>
+#include <linux/bits.h>
 #include <linux/mutex.h>
 #include <linux/llist.h>
 #include <linux/kref.h>
@@ -102,10 +103,12 @@ struct vps_lu {
 };
 
 struct vps_dev;
+struct vps_queue;
 
 /* one guest request from descriptor copy to completion */
 struct vps_req {
 	struct vps_dev *dev;
+	struct vps_queue *q;		/* the queue it came on, completes on */
 	struct vps_lu *lun;		/* holds a reference while in flight */
 	struct llist_node done_node;
 	struct list_head node;		/* dev->inflight */
@@ -154,7 +157,59 @@ struct vps_poll {
 	poll_table table;
 	wait_queue_head_t *wqh;
 	struct file *file;
+	struct vps_queue *q;
+};
+
+/*
+ * One request/completion ring pair: queue 0 is the one SETUP_RINGS sets
+ * up, queues 1.. those of the multi-queue extension (VPS_SETUP_QUEUE).
+ * Everything here is [M] (the owning dev's @mutex) unless said otherwise.
+ */
+struct vps_queue {
 	struct vps_dev *dev;
+	u32 index;
+	bool ok;				/* rings mapped */
+	u32 req_entries_log2;
+	u32 cmp_entries_log2;
+	u32 req_cons;				/* our shadow of reqConsIdx */
+	u32 cmp_prod;				/* our shadow of cmpProdIdx */
+	/* the indices shared with the guest, in the rings state page */
+	__le32 __user *req_prod_idx;
+	__le32 __user *req_cons_idx;
+	__le32 __user *req_num_log2;
+	__le32 __user *req_call_threshold;
+	__le32 __user *cmp_prod_idx;
+	__le32 __user *cmp_cons_idx;
+	__le32 __user *cmp_num_log2;
+	__le32 __user *cmp_event_idx;
+	u32 nreq_pages;				/* as the guest gave them */
+	u32 ncmp_pages;
+	__le64 req_ppns[PVSCSI_SETUP_RINGS_MAX_PAGES];	/* to retranslate */
+	__le64 cmp_ppns[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	void __user *req_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	void __user *cmp_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	/* re-armed: look once more at recheck_ns; read unlocked when idle */
+	bool recheck;
+	u64 recheck_ns;
+	bool need_call;				/* posted since the last call */
+	bool cmp_stall;				/* stopped: no completion room */
+	/*
+	 * coalescing: the interrupt is held (coalesce_timer sets this
+	 * queue's VPS_EV_CALL bit when it is due); call_cmp is cmp_prod at
+	 * the last one
+	 */
+	bool coalesce_armed;
+	u32 call_cmp;
+	struct hrtimer coalesce_timer;
+	/* cmp_prod when the last interrupt was decided on (the event index) */
+	u32 event_old;
+	u32 nr_inflight;			/* consumed, not yet posted */
+	struct list_head cmp_backlog;		/* waiting for ring room */
+	struct vps_poll kick;
+	struct eventfd_ctx *call;
+	u64 kicks;				/* per queue, for debugfs */
+	u64 requests;
+	u64 calls;
 };
 
 struct vps_dev {
@@ -181,7 +236,7 @@ struct vps_dev {
 	struct vps_mem *mem;			/* [M] */
 
 	/* ring state, all [M] */
-	bool rings_ok;
+	bool rings_ok;				/* queue 0 set up */
 	bool broken;				/* guest error: stop until reset */
 	/*
 	 * The resets (and the teardowns) waiting for the backing I/O, which
@@ -192,26 +247,10 @@ struct vps_dev {
 	/* VPS_STOP: consume nothing; [M], read unlocked by the idle worker */
 	bool stopped;
 	bool backlog_wait;			/* completions wait for ring room */
-	bool need_call;				/* posted since the last call */
-	/*
-	 * [M] coalescing: the interrupt is held (coalesce_timer sets
-	 * VPS_EV_CALL when it is due); call_cmp is cmp_prod at the last one
-	 */
-	bool coalesce_armed;
-	u32 call_cmp;
 	u64 coalesced;				/* interrupts held back */
-	struct hrtimer coalesce_timer;
-	bool cmp_stall;				/* stopped: no completion room */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
-	/*
-	 * [M] VPS_FEAT_* the VMM turned on for these rings; event_old is
-	 * cmp_prod when the last interrupt was decided on (the event index's
-	 * "old": every completion is looked at by one decision)
-	 */
+	/* [M] VPS_FEAT_* the VMM turned on for these rings */
 	u32 features;
-	u32 event_old;
-	bool recheck;				/* re-armed: look once more */
-	u64 recheck_ns;				/* ... at this ktime_get_ns() */
 	u64 unkicked;				/* requests only a recheck found */
 	u64 polled;				/* requests a busy-poll found */
 	u64 poll_idle;				/* busy-polls that timed out */
@@ -221,14 +260,11 @@ struct vps_dev {
 	bool stale_armed;
 	u64 stale_ctx;
 	u64 stale_posted;
-	u32 req_entries_log2;
-	u32 cmp_entries_log2;
-	u32 req_cons;				/* our shadow of reqConsIdx */
-	u32 cmp_prod;				/* our shadow of cmpProdIdx */
 	struct pvscsi_rings_state __user *rs;
-	void __user *req_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
-	void __user *cmp_pages[PVSCSI_SETUP_RINGS_MAX_PAGES];
-	struct pvscsi_cmd_setup_rings ring_cfg;	/* to retranslate */
+	u64 rs_ppn;				/* SETUP_RINGS's, to retranslate */
+	/* [M] queues 0 .. nr_queues - 1 are set up (0: no rings) */
+	u32 nr_queues;
+	struct vps_queue q[VPS_MAX_QUEUES];
 	bool msg_ok;
 	u32 msg_entries_log2;
 	u32 msg_prod;
@@ -246,8 +282,6 @@ struct vps_dev {
 		struct vps_scope scope;
 	} cancel;
 
-	struct vps_poll kick;			/* [M] */
-	struct eventfd_ctx *call_cmpl;		/* [M] */
 	struct eventfd_ctx *call_msg;		/* [M] */
 
 	struct vps_lu *luns[VPS_MAX_TARGETS][VPS_MAX_LUNS];	/* [M] */
@@ -259,16 +293,19 @@ struct vps_dev {
 		u64 size;			/* bytes */
 	} log;
 
-	/* requests consumed and not yet completed: [M] */
+	/*
+	 * requests consumed and not yet completed, of every queue (one on
+	 * its queue's cmp_backlog is there instead): [M]
+	 */
 	struct list_head inflight;
-	u32 nr_inflight;
-	/* completions waiting for room in the completion ring: [M] */
-	struct list_head cmp_backlog;
+	u32 nr_inflight;			/* every queue's, and backlogs */
 
-	/* the worker's wake-up reasons; lock-free producers */
+	/* the worker's wake-up reasons, per queue; lock-free producers */
 	unsigned long events;
-#define VPS_EV_KICK	0
-#define VPS_EV_CALL	1			/* a held interrupt is due */
+#define VPS_EV_KICK(q)	(q)			/* queue q's doorbell */
+#define VPS_EV_CALL(q)	(VPS_MAX_QUEUES + (q))	/* a held interrupt is due */
+#define VPS_EV_KICKS	GENMASK(VPS_MAX_QUEUES - 1, 0)
+#define VPS_EV_CALLS	GENMASK(2 * VPS_MAX_QUEUES - 1, VPS_MAX_QUEUES)
 	struct llist_head done;			/* backing I/O completed */
 	atomic_t io_pending;			/* submitted, not yet done */
 	wait_queue_head_t io_wait;		/* io_pending reaching 0 */

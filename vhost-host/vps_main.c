@@ -71,14 +71,15 @@ static int vps_dev_show(struct seq_file *m, void *v)
 {
 	struct vps_dev *dev = m->private;
 	const struct vps_stats *st = &dev->stats;
+	u32 i;
 
 	mutex_lock(&dev->mutex);
 	seq_printf(m, "owner %d\nrings %d broken %d threshold %d msg %d\n",
 		   dev->owner ? task_pid_nr(dev->owner) : 0, dev->rings_ok,
 		   dev->broken, dev->req_threshold, dev->msg_ok);
 	seq_printf(m, "req_cons %u cmp_prod %u msg_prod %u in_flight %u io_pending %d\n",
-		   dev->req_cons, dev->cmp_prod, dev->msg_prod, dev->nr_inflight,
-		   atomic_read(&dev->io_pending));
+		   dev->q[0].req_cons, dev->q[0].cmp_prod, dev->msg_prod,
+		   dev->nr_inflight, atomic_read(&dev->io_pending));
 	seq_printf(m, "kicks %llu requests %llu completions %llu calls %llu\n",
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
@@ -88,6 +89,15 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   dev->poll_idle, dev->poll_yield, dev->coalesced);
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
 		   dev->bounced, dev->stale_posted, st->calls_suppressed, dev->features);
+	seq_printf(m, "queues %u\n", dev->nr_queues);
+	for (i = 0; i < dev->nr_queues; i++) {
+		const struct vps_queue *q = &dev->q[i];
+
+		/* keys of their own: scripts look keys up across the file */
+		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu\n",
+			   i, q->req_cons, q->cmp_prod, q->nr_inflight, q->kicks,
+			   q->requests, q->calls);
+	}
 	mutex_unlock(&dev->mutex);
 	return 0;
 }
@@ -259,6 +269,39 @@ static const struct file_operations vps_fail_fops = {
 };
 
 /*
+ * A queue whose pages are mapped starts: its indices from zero, or
+ * (@resume) the ones the rings state page holds, written by the source's
+ * module; the sizes and indices go to the guest.
+ */
+static int vps_queue_start(struct vps_dev *dev, struct vps_queue *q,
+			   bool resume)
+{
+	u32 cons = 0, prod = 0;
+
+	q->req_entries_log2 = ilog2(q->nreq_pages * PVSCSI_REQ_DESCS_PER_PAGE);
+	q->cmp_entries_log2 = ilog2(q->ncmp_pages * PVSCSI_CMP_DESCS_PER_PAGE);
+	if (resume && (vps_rs_get(dev, q->req_cons_idx, &cons) ||
+		       vps_rs_get(dev, q->cmp_prod_idx, &prod)))
+		return -EFAULT;
+	/* what the guest wrote there is checked as it is used, each round */
+	q->req_cons = cons;
+	q->cmp_prod = prod;
+	q->event_old = prod;
+	q->call_cmp = prod;
+	q->need_call = false;
+	if (vps_rs_put(dev, q->req_cons_idx, q->req_cons) ||
+	    vps_rs_put(dev, q->req_num_log2, q->req_entries_log2) ||
+	    vps_rs_put(dev, q->cmp_prod_idx, q->cmp_prod) ||
+	    vps_rs_put(dev, q->cmp_num_log2, q->cmp_entries_log2))
+		return -EFAULT;
+	/* the extension's queues start with a doorbell per request */
+	if (q->index && vps_rs_put(dev, q->req_call_threshold, 1))
+		return -EFAULT;
+	q->ok = true;
+	return 0;
+}
+
+/*
  * SETUP_RINGS, and VPS_RESUME_RINGS (@resume) on a migration's
  * destination: the same set-up, but the indices are the ones the rings
  * state page holds, written by the source's module.
@@ -266,7 +309,8 @@ static const struct file_operations vps_fail_fops = {
 static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 {
 	struct pvscsi_cmd_setup_rings c;
-	u32 nreq, ncmp, cons = 0, prod = 0;
+	struct vps_queue *q = &dev->q[0];
+	u32 nreq, ncmp;
 	int ret;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -282,35 +326,64 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 		return -EINVAL;
 	if (vps_fail_now(VPS_FAIL_SETUP_RINGS))
 		return -EIO;
-	dev->ring_cfg = c;
+	/* the old rings go, the extension's queues with them */
+	vps_drop_queues(dev, 0);
+	dev->rings_ok = false;
+	dev->broken = false;
+	dev->req_threshold = false;
+	dev->features = 0;
+	dev->rs_ppn = le64_to_cpu(c.rings_state_ppn);
+	q->nreq_pages = nreq;
+	q->ncmp_pages = ncmp;
+	memcpy(q->req_ppns, c.req_ring_ppns, sizeof(q->req_ppns));
+	memcpy(q->cmp_ppns, c.cmp_ring_ppns, sizeof(q->cmp_ppns));
+	dev->nr_queues = 1;
 	ret = vps_map_rings(dev);
+	if (!ret)
+		ret = vps_queue_start(dev, q, resume);
 	if (ret) {
 		vps_drop_rings(dev);
 		return ret;
 	}
-	dev->req_entries_log2 = ilog2(nreq * PVSCSI_REQ_DESCS_PER_PAGE);
-	dev->cmp_entries_log2 = ilog2(ncmp * PVSCSI_CMP_DESCS_PER_PAGE);
-	if (resume && (vps_rs_get(dev, &dev->rs->req_cons_idx, &cons) ||
-		       vps_rs_get(dev, &dev->rs->cmp_prod_idx, &prod))) {
-		vps_drop_rings(dev);
-		return -EFAULT;
-	}
-	/* what the guest wrote there is checked as it is used, each round */
-	dev->req_cons = cons;
-	dev->cmp_prod = prod;
-	dev->broken = false;
-	dev->req_threshold = false;
-	dev->features = 0;
 	dev->stale_armed = false;
-	if (vps_rs_put(dev, &dev->rs->req_cons_idx, dev->req_cons) ||
-	    vps_rs_put(dev, &dev->rs->req_num_entries_log2, dev->req_entries_log2) ||
-	    vps_rs_put(dev, &dev->rs->cmp_prod_idx, dev->cmp_prod) ||
-	    vps_rs_put(dev, &dev->rs->cmp_num_entries_log2, dev->cmp_entries_log2)) {
-		vps_drop_rings(dev);
-		return -EFAULT;
-	}
 	dev->rings_ok = true;
-	vps_kick_worker(dev);
+	vps_kick_worker(q);
+	return 0;
+}
+
+/*
+ * PVSCSI_CMD_EXT_SETUP_QUEUES (VPS_SETUP_QUEUE), and VPS_RESUME_QUEUE on
+ * a migration's destination: the next queue's rings.
+ */
+static int vps_setup_queue(struct vps_dev *dev, void __user *argp, bool resume)
+{
+	struct pvscsi_cmd_ext_setup_queue c;
+	struct vps_queue *q;
+	u32 index;
+	int ret;
+
+	if (copy_from_user(&c, argp, sizeof(c)))
+		return -EFAULT;
+	index = le32_to_cpu(c.queue);
+	if (le32_to_cpu(c.magic) != PVSCSI_EXT_QUERY_MAGIC || !dev->rings_ok ||
+	    !index || index != dev->nr_queues || index >= VPS_MAX_QUEUES)
+		return -EINVAL;
+	q = &dev->q[index];
+	if (q->nr_inflight)
+		return -EBUSY;	/* requests of a queue dropped, still running */
+	q->nreq_pages = le32_to_cpu(c.req_ring_num_pages);
+	q->ncmp_pages = le32_to_cpu(c.cmp_ring_num_pages);
+	memcpy(q->req_ppns, c.req_ring_ppns, sizeof(q->req_ppns));
+	memcpy(q->cmp_ppns, c.cmp_ring_ppns, sizeof(q->cmp_ppns));
+	ret = vps_map_queue(dev, q);
+	if (!ret)
+		ret = vps_queue_start(dev, q, resume);
+	if (ret) {
+		vps_drop_queues(dev, index);
+		return ret;
+	}
+	dev->nr_queues = index + 1;
+	vps_kick_worker(q);
 	return 0;
 }
 
@@ -350,8 +423,8 @@ static int vps_set_call(struct vps_dev *dev, void __user *argp)
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.index == VPS_EVENT_CMPL)
-		slot = &dev->call_cmpl;
+	if (e.index < VPS_MAX_QUEUES)
+		slot = &dev->q[e.index - VPS_EVENT_CMPL].call;
 	else if (e.index == VPS_EVENT_MSG)
 		slot = &dev->call_msg;
 	else
@@ -373,13 +446,13 @@ static int vps_set_kick(struct vps_dev *dev, void __user *argp)
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.index != 0)
-		return -EINVAL;	/* one request queue until the extension */
+	if (e.index >= VPS_MAX_QUEUES)
+		return -EINVAL;
 	if (e.fd == -1) {
-		vps_kick_stop(dev);
+		vps_kick_stop(&dev->q[e.index]);
 		return 0;
 	}
-	return vps_kick_start(dev, e.fd);
+	return vps_kick_start(&dev->q[e.index], e.fd);
 }
 
 static int vps_attach_lun(struct vps_dev *dev, void __user *argp)
@@ -498,7 +571,7 @@ static int vps_stop(struct vps_dev *dev, void __user *argp)
 		return -EINVAL;
 	if (!stop) {
 		WRITE_ONCE(dev->stopped, false);
-		vps_kick_worker(dev);
+		vps_kick_all(dev);
 		return 0;
 	}
 	WRITE_ONCE(dev->stopped, true);
@@ -506,9 +579,8 @@ static int vps_stop(struct vps_dev *dev, void __user *argp)
 	if (ret)
 		return ret;
 	vps_drain_backlog(dev);
-	if (dev->need_call)
-		vps_call(dev);
-	return list_empty(&dev->cmp_backlog) ? 0 : -EBUSY;
+	vps_call_all(dev);
+	return vps_backlog_any(dev) ? -EBUSY : 0;
 }
 
 static int vps_detach_lun(struct vps_dev *dev, void __user *argp)
@@ -580,13 +652,11 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 		/* the rings are gone: nothing more is written to the guest */
 		vps_drop_rings(dev);
 		vps_drain_backlog(dev);
-		clear_bit(VPS_EV_KICK, &dev->events);
 	} else {
 		vps_drain_backlog(dev);
 		/* the guest reaps the reset's completions right after */
-		if (dev->need_call)
-			vps_call(dev);
-		vps_kick_worker(dev);
+		vps_call_all(dev);
+		vps_kick_all(dev);
 	}
 	return 0;
 }
@@ -612,8 +682,7 @@ static int vps_abort(struct vps_dev *dev, void __user *argp)
 	s.context = a.context;
 	/* still in the ring: it completes aborted before we return */
 	found = vps_consume_cancelling(dev, BTSTAT_ABORTQUEUE, &s);
-	if (dev->need_call)
-		vps_call(dev);
+	vps_call_all(dev);
 	found += vps_mark_aborted(dev, BTSTAT_ABORTQUEUE, &s);
 	if (!found)
 		return -ENOENT;
@@ -624,21 +693,22 @@ static int vps_abort(struct vps_dev *dev, void __user *argp)
 
 static int vps_set_threshold(struct vps_dev *dev, void __user *argp)
 {
-	u32 enable;
+	u32 enable, i;
 
 	if (get_user(enable, (u32 __user *)argp))
 		return -EFAULT;
 	if (enable > 1 || !dev->rings_ok)
 		return -EINVAL;
 	dev->req_threshold = enable;
-	if (vps_rs_put(dev, &dev->rs->req_call_threshold, 1))
-		return -EFAULT;
+	for (i = 0; i < dev->nr_queues; i++)
+		if (vps_rs_put(dev, dev->q[i].req_call_threshold, 1))
+			return -EFAULT;
 	return 0;
 }
 
 static int vps_set_features(struct vps_dev *dev, void __user *argp)
 {
-	u32 f;
+	u32 f, i;
 
 	if (get_user(f, (u32 __user *)argp))
 		return -EFAULT;
@@ -646,7 +716,8 @@ static int vps_set_features(struct vps_dev *dev, void __user *argp)
 		return -EINVAL;
 	/* from here each completion is decided on once, from the next on */
 	if ((f & VPS_FEAT_CMP_EVENT_IDX) && !(dev->features & VPS_FEAT_CMP_EVENT_IDX))
-		dev->event_old = dev->cmp_prod;
+		for (i = 0; i < VPS_MAX_QUEUES; i++)
+			dev->q[i].event_old = dev->q[i].cmp_prod;
 	dev->features = f;
 	return 0;
 }
@@ -661,7 +732,8 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	case VPS_GET_ABI_VERSION:
 		return put_user((u32)VPS_ABI_VERSION, (u32 __user *)argp);
 	case VPS_GET_FEATURES:
-		return put_user((u32)VPS_FEATURES_ALL, (u32 __user *)argp);
+		return put_user((u32)(VPS_FEATURES_ALL | VPS_FEAT_MULTIQUEUE),
+				(u32 __user *)argp);
 	case VPS_GET_STATS: {
 		struct vps_stats st;
 
@@ -702,6 +774,12 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		break;
 	case VPS_RESUME_MSG_RING:
 		ret = vps_setup_msg_ring(dev, argp, true);
+		break;
+	case VPS_SETUP_QUEUE:
+		ret = vps_setup_queue(dev, argp, false);
+		break;
+	case VPS_RESUME_QUEUE:
+		ret = vps_setup_queue(dev, argp, true);
 		break;
 	case VPS_STOP:
 		ret = vps_stop(dev, argp);
@@ -760,11 +838,10 @@ static int vps_open(struct inode *inode, struct file *f)
 	}
 	mutex_init(&dev->mutex);
 	INIT_LIST_HEAD(&dev->inflight);
-	INIT_LIST_HEAD(&dev->cmp_backlog);
 	init_llist_head(&dev->done);
 	init_waitqueue_head(&dev->io_wait);
 	atomic_set(&dev->io_pending, 0);
-	vps_coalesce_init(dev);
+	vps_queues_init(dev);
 	f->private_data = dev;
 	atomic_long_inc(&vps_open_devs);
 	return 0;
@@ -783,19 +860,21 @@ static struct workqueue_struct *vps_release_wq;
 static void vps_release_finish(struct vps_dev *dev)
 {
 	struct vps_req *req, *tmp;
+	u32 i;
 
 	mutex_lock(&dev->mutex);
 	vps_wait_io(dev);
 	/* for good: no interrupt is held from here on (vps_coalesce_hold) */
 	dev->quiesce++;
 	mutex_unlock(&dev->mutex);
-	/* the timer wakes the worker: it goes before the worker does */
-	hrtimer_cancel(&dev->coalesce_timer);
+	/* the timers wake the worker: they go before the worker does */
+	vps_coalesce_cancel(dev);
 	vps_worker_stop(dev);
 	/* the worker is gone; nothing else can touch dev now */
 	vps_process_done(dev);
-	list_for_each_entry_safe(req, tmp, &dev->cmp_backlog, node)
-		vps_req_free(dev, req);
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		list_for_each_entry_safe(req, tmp, &dev->q[i].cmp_backlog, node)
+			vps_req_free(dev, req);
 	list_for_each_entry_safe(req, tmp, &dev->inflight, node)
 		vps_req_free(dev, req);
 	vps_put_owner_refs(dev);
@@ -829,7 +908,7 @@ static int vps_release(struct inode *inode, struct file *f)
 
 	debugfs_remove(dev->debugfs);
 	mutex_lock(&dev->mutex);
-	vps_kick_stop(dev);
+	vps_kick_stop_all(dev);
 	/*
 	 * Nothing more goes to guest memory: on owner exit we may run
 	 * after the owner's mm is gone.  I/O in flight pins guest pages

@@ -65,30 +65,71 @@ bool vps_pages_ok(u32 n, u32 max)
 	return n >= 1 && n <= max && is_power_of_2(n);
 }
 
-/* translate the ring pages of the saved SETUP_RINGS through dev->mem */
-int vps_map_rings(struct vps_dev *dev)
+/* point @q's indices into the rings state page (dev->rs, mapped) */
+static void vps_queue_indices(struct vps_dev *dev, struct vps_queue *q)
 {
-	const struct pvscsi_cmd_setup_rings *c = &dev->ring_cfg;
-	u32 nreq = le32_to_cpu(c->req_ring_num_pages);
-	u32 ncmp = le32_to_cpu(c->cmp_ring_num_pages);
-	u64 rs_ppn = le64_to_cpu(c->rings_state_ppn);
+	struct pvscsi_rings_state __user *rs = dev->rs;
+	struct pvscsi_ext_queue_state __user *qs;
+
+	if (!q->index) {
+		q->req_prod_idx = &rs->req_prod_idx;
+		q->req_cons_idx = &rs->req_cons_idx;
+		q->req_num_log2 = &rs->req_num_entries_log2;
+		q->req_call_threshold = &rs->req_call_threshold;
+		q->cmp_prod_idx = &rs->cmp_prod_idx;
+		q->cmp_cons_idx = &rs->cmp_cons_idx;
+		q->cmp_num_log2 = &rs->cmp_num_entries_log2;
+		q->cmp_event_idx = (__le32 __user *)((u8 __user *)rs +
+						     PVSCSI_EXT_CMP_EVENT_OFFSET);
+		return;
+	}
+	qs = (struct pvscsi_ext_queue_state __user *)((u8 __user *)rs +
+		PVSCSI_EXT_QUEUE_STATE_OFFSET(q->index));
+	q->req_prod_idx = &qs->req_prod_idx;
+	q->req_cons_idx = &qs->req_cons_idx;
+	q->req_num_log2 = &qs->req_num_entries_log2;
+	q->req_call_threshold = &qs->req_call_threshold;
+	q->cmp_prod_idx = &qs->cmp_prod_idx;
+	q->cmp_cons_idx = &qs->cmp_cons_idx;
+	q->cmp_num_log2 = &qs->cmp_num_entries_log2;
+	q->cmp_event_idx = &qs->cmp_event_idx;
+}
+
+/* translate @q's ring pages, as the guest gave them, through dev->mem */
+int vps_map_queue(struct vps_dev *dev, struct vps_queue *q)
+{
 	int ret;
 
-	if (!vps_pages_ok(nreq, PVSCSI_SETUP_RINGS_MAX_PAGES) ||
-	    !vps_pages_ok(ncmp, PVSCSI_SETUP_RINGS_MAX_PAGES))
+	if (!vps_pages_ok(q->nreq_pages, PVSCSI_SETUP_RINGS_MAX_PAGES) ||
+	    !vps_pages_ok(q->ncmp_pages, PVSCSI_SETUP_RINGS_MAX_PAGES))
 		return -EINVAL;
-	if (rs_ppn >> (64 - PVSCSI_PAGE_SHIFT))
+	vps_queue_indices(dev, q);
+	ret = vps_translate_pages(dev->mem, q->req_ppns, q->nreq_pages,
+				  q->req_pages);
+	if (ret)
+		return ret;
+	return vps_translate_pages(dev->mem, q->cmp_ppns, q->ncmp_pages,
+				   q->cmp_pages);
+}
+
+/* translate the rings state page and every queue's rings through dev->mem */
+int vps_map_rings(struct vps_dev *dev)
+{
+	u32 i;
+	int ret;
+
+	if (dev->rs_ppn >> (64 - PVSCSI_PAGE_SHIFT))
 		return -EFAULT;
-	dev->rs = vps_gpa_to_user(dev->mem, rs_ppn << PVSCSI_PAGE_SHIFT,
+	dev->rs = vps_gpa_to_user(dev->mem, dev->rs_ppn << PVSCSI_PAGE_SHIFT,
 				  PVSCSI_PAGE_SIZE);
 	if (!dev->rs)
 		return -EFAULT;
-	ret = vps_translate_pages(dev->mem, c->req_ring_ppns, nreq,
-				  dev->req_pages);
-	if (ret)
-		return ret;
-	return vps_translate_pages(dev->mem, c->cmp_ring_ppns, ncmp,
-				   dev->cmp_pages);
+	for (i = 0; i < dev->nr_queues; i++) {
+		ret = vps_map_queue(dev, &dev->q[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 int vps_map_msg_ring(struct vps_dev *dev)
@@ -136,6 +177,7 @@ void vps_req_free(struct vps_dev *dev, struct vps_req *req)
 {
 	list_del(&req->node);
 	dev->nr_inflight--;
+	req->q->nr_inflight--;
 	if (req->active)
 		atomic_dec(&req->lun->outstanding);
 	vps_lun_put(req->lun);
@@ -145,16 +187,17 @@ void vps_req_free(struct vps_dev *dev, struct vps_req *req)
 }
 
 /* room for one more completion?  (a consumer ahead of us breaks the ring) */
-static bool vps_cmp_room(struct vps_dev *dev)
+static bool vps_cmp_room(struct vps_queue *q)
 {
-	u32 entries = 1u << dev->cmp_entries_log2, cons;
+	u32 entries = 1u << q->cmp_entries_log2, cons;
+	struct vps_dev *dev = q->dev;
 
-	if (vps_rs_get(dev, &dev->rs->cmp_cons_idx, &cons)) {
+	if (vps_rs_get(dev, q->cmp_cons_idx, &cons)) {
 		vps_break(dev, "rings state unreadable");
 		return false;
 	}
-	if (dev->cmp_prod - cons >= entries) {
-		if (dev->cmp_prod - cons > entries)
+	if (q->cmp_prod - cons >= entries) {
+		if (q->cmp_prod - cons > entries)
 			vps_break(dev, "completion consumer index ahead of producer");
 		return false;
 	}
@@ -162,13 +205,14 @@ static bool vps_cmp_room(struct vps_dev *dev)
 }
 
 /* write one completion descriptor and publish it */
-static bool vps_post_desc(struct vps_dev *dev, const struct pvscsi_cmp_desc *c)
+static bool vps_post_desc(struct vps_queue *q, const struct pvscsi_cmp_desc *c)
 {
-	u32 entries = 1u << dev->cmp_entries_log2, slot;
+	u32 entries = 1u << q->cmp_entries_log2, slot;
+	struct vps_dev *dev = q->dev;
 	void __user *p;
 
-	slot = dev->cmp_prod & (entries - 1);
-	p = dev->cmp_pages[slot / PVSCSI_CMP_DESCS_PER_PAGE] +
+	slot = q->cmp_prod & (entries - 1);
+	p = q->cmp_pages[slot / PVSCSI_CMP_DESCS_PER_PAGE] +
 		(slot % PVSCSI_CMP_DESCS_PER_PAGE) * sizeof(*c);
 	if (copy_to_user(p, c, sizeof(*c))) {
 		vps_break(dev, "completion ring unwritable");
@@ -177,8 +221,8 @@ static bool vps_post_desc(struct vps_dev *dev, const struct pvscsi_cmp_desc *c)
 	vps_log_write(dev, p, sizeof(*c));
 	/* the descriptor must be visible before the index that publishes it */
 	smp_wmb();
-	dev->cmp_prod++;
-	if (vps_rs_put(dev, &dev->rs->cmp_prod_idx, dev->cmp_prod)) {
+	q->cmp_prod++;
+	if (vps_rs_put(dev, q->cmp_prod_idx, q->cmp_prod)) {
 		vps_break(dev, "rings state unwritable");
 		return false;
 	}
@@ -193,7 +237,8 @@ static bool vps_post_desc(struct vps_dev *dev, const struct pvscsi_cmp_desc *c)
  * command the device gave up on would: a guest driver that matched
  * completions by tag alone would fail the new command with it, and the
  * test sees that as an I/O error (an early success would go unseen when
- * the data lands before the guest looks).
+ * the data lands before the guest looks).  It goes on the new command's
+ * queue.
  */
 static void vps_stale_arm(struct vps_dev *dev, u64 context)
 {
@@ -204,12 +249,13 @@ static void vps_stale_arm(struct vps_dev *dev, u64 context)
 }
 
 /* counted down here, not when armed: writing 0 disarms at once */
-static void vps_stale_fire(struct vps_dev *dev, u64 context)
+static void vps_stale_fire(struct vps_queue *q, u64 context)
 {
+	struct vps_dev *dev = q->dev;
 	struct pvscsi_cmp_desc c = {};
 
 	if (lower_32_bits(context) != lower_32_bits(dev->stale_ctx) ||
-	    !vps_cmp_room(dev))
+	    !vps_cmp_room(q))
 		return;
 	dev->stale_armed = false;
 	if (!atomic_add_unless(&vps_stale_left, -1, 0))
@@ -217,21 +263,22 @@ static void vps_stale_fire(struct vps_dev *dev, u64 context)
 	c.context = cpu_to_le64(dev->stale_ctx);
 	c.host_status = cpu_to_le16(BTSTAT_SELTIMEO);
 	c.scsi_status = cpu_to_le16(SAM_STAT_GOOD);
-	if (vps_post_desc(dev, &c)) {
+	if (vps_post_desc(q, &c)) {
 		dev->stale_posted++;
-		dev->need_call = true;
+		q->need_call = true;
 	}
 }
 
 /*
- * Post one completion.  Returns false when the completion ring is full:
- * the request stays on the backlog and is retried.
+ * Post one completion on its request's queue.  Returns false when that
+ * completion ring is full: the request stays on the backlog and is retried.
  */
 static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 {
 	struct pvscsi_cmp_desc c = {};
+	struct vps_queue *q = req->q;
 
-	if (!vps_cmp_room(dev))
+	if (!vps_cmp_room(q))
 		return false;
 
 	if (req->abort_status) {
@@ -256,7 +303,7 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 		}
 	}
 
-	if (!vps_post_desc(dev, &c))
+	if (!vps_post_desc(q, &c))
 		return false;
 	dev->stats.completions++;
 	if (unlikely(atomic_read(&vps_stale_left)))
@@ -267,6 +314,7 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 /* a request has its result: post it, or park it behind a full ring */
 static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 {
+	struct vps_queue *q = req->q;
 	u32 i;
 
 	/*
@@ -280,84 +328,96 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 		atomic_dec(&req->lun->outstanding);
 		req->active = false;
 	}
-	if (!dev->rings_ok || dev->broken) {
-		/* adapter reset or broken: nobody can receive it */
+	if (!q->ok || dev->broken) {
+		/* adapter reset, queue gone or broken: nobody can receive it */
 		vps_req_free(dev, req);
 		return false;
 	}
-	if (!list_empty(&dev->cmp_backlog) || !vps_post(dev, req)) {
-		list_move_tail(&req->node, &dev->cmp_backlog);
+	if (!list_empty(&q->cmp_backlog) || !vps_post(dev, req)) {
+		list_move_tail(&req->node, &q->cmp_backlog);
 		return false;
 	}
 	vps_req_free(dev, req);
-	dev->need_call = true;
+	q->need_call = true;
 	return true;
 }
 
 /*
  * VPS_FEAT_CMP_EVENT_IDX: does the guest want an interrupt for what was
- * posted since the last decision?  cmpProdIdx is published already; the
- * barrier orders that before the event index is read, against the
+ * posted on @q since the last decision?  cmpProdIdx is published already;
+ * the barrier orders that before the event index is read, against the
  * guest's write of the index, barrier, read of cmpProdIdx (one of the
  * two sides then sees the other).  An unreadable index: interrupt.
  * The features are on only with rings (vps_drop_rings() clears them), so
- * @rs is mapped here.
+ * the index is mapped here.
  */
-static bool vps_event_wanted(struct vps_dev *dev)
+static bool vps_event_wanted(struct vps_queue *q)
 {
-	__le32 __user *field = (__le32 __user *)((u8 __user *)dev->rs +
-						 PVSCSI_EXT_CMP_EVENT_OFFSET);
-	u32 old = dev->event_old, event;
+	u32 old = q->event_old, event;
 
-	dev->event_old = dev->cmp_prod;
+	q->event_old = q->cmp_prod;
 	/* cmpProdIdx stored before the event index is loaded */
 	smp_mb();
-	if (vps_rs_get(dev, field, &event))
+	if (vps_rs_get(q->dev, q->cmp_event_idx, &event))
 		return true;
-	return pvscsi_ext_need_event(event, dev->cmp_prod, old);
+	return pvscsi_ext_need_event(event, q->cmp_prod, old);
 }
 
-void vps_call(struct vps_dev *dev)
+void vps_call(struct vps_queue *q)
 {
-	dev->need_call = false;
-	dev->call_cmp = dev->cmp_prod;
-	if (dev->coalesce_armed) {
-		dev->coalesce_armed = false;
+	struct vps_dev *dev = q->dev;
+
+	q->need_call = false;
+	q->call_cmp = q->cmp_prod;
+	if (q->coalesce_armed) {
+		q->coalesce_armed = false;
 		/* running already: it only adds a round with nothing due */
-		hrtimer_try_to_cancel(&dev->coalesce_timer);
+		hrtimer_try_to_cancel(&q->coalesce_timer);
 	}
-	if ((dev->features & VPS_FEAT_CMP_EVENT_IDX) && !vps_event_wanted(dev)) {
+	if ((dev->features & VPS_FEAT_CMP_EVENT_IDX) && !vps_event_wanted(q)) {
 		dev->stats.calls_suppressed++;
 		return;
 	}
-	if (dev->call_cmpl) {
-		vps_eventfd_signal(dev->call_cmpl);
+	if (q->call) {
+		vps_eventfd_signal(q->call);
 		dev->stats.calls++;
+		q->calls++;
 	}
+}
+
+/* every queue's interrupt for what was posted: resets, stop, aborts */
+void vps_call_all(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		if (dev->q[i].need_call)
+			vps_call(&dev->q[i]);
 }
 
 /*
  * Interrupt coalescing (coalesce_us): a guest that takes an interrupt per
  * completion (vmw_pvscsi at queue depth 32, 0.8 per I/O) gets one for
- * several.  While other requests are in flight, the interrupt for what a
- * round posted waits up to coalesce_us for the completions that follow,
- * or until VPS_COALESCE_MAX of them are posted; the last request in
- * flight is signalled at once, so queue depth 1 waits for nothing.  The
- * timer only wakes the worker, which raises the interrupt under @mutex
- * like every other.  ESXi coalesces PVSCSI's interrupts too.
- * True when the interrupt is held.
+ * several.  While other requests of the queue are in flight, the
+ * interrupt for what a round posted waits up to coalesce_us for the
+ * completions that follow, or until VPS_COALESCE_MAX of them are posted;
+ * the last request in flight is signalled at once, so queue depth 1 waits
+ * for nothing.  The timer only wakes the worker, which raises the
+ * interrupt under @mutex like every other.  ESXi coalesces PVSCSI's
+ * interrupts too.  True when the interrupt is held.
  */
-static bool vps_coalesce_hold(struct vps_dev *dev)
+static bool vps_coalesce_hold(struct vps_queue *q)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_coalesce_us), VPS_COALESCE_US_MAX);
+	struct vps_dev *dev = q->dev;
 
-	if (!us || !dev->nr_inflight || dev->stopped || dev->quiesce ||
-	    dev->cmp_prod - dev->call_cmp >= VPS_COALESCE_MAX)
+	if (!us || !q->nr_inflight || dev->stopped || dev->quiesce ||
+	    q->cmp_prod - q->call_cmp >= VPS_COALESCE_MAX)
 		return false;
-	if (!dev->coalesce_armed) {
-		dev->coalesce_armed = true;
+	if (!q->coalesce_armed) {
+		q->coalesce_armed = true;
 		dev->coalesced++;
-		hrtimer_start(&dev->coalesce_timer, us * NSEC_PER_USEC,
+		hrtimer_start(&q->coalesce_timer, us * NSEC_PER_USEC,
 			      HRTIMER_MODE_REL);
 	}
 	return true;
@@ -365,10 +425,11 @@ static bool vps_coalesce_hold(struct vps_dev *dev)
 
 static enum hrtimer_restart vps_coalesce_due(struct hrtimer *t)
 {
-	struct vps_dev *dev = container_of(t, struct vps_dev, coalesce_timer);
+	struct vps_queue *q = container_of(t, struct vps_queue, coalesce_timer);
+	struct vps_dev *dev = q->dev;
 	unsigned long flags;
 
-	set_bit(VPS_EV_CALL, &dev->events);
+	set_bit(VPS_EV_CALL(q->index), &dev->events);
 	/* under io_wait.lock, as a completion wakes it: see vps_owner_gone() */
 	spin_lock_irqsave(&dev->io_wait.lock, flags);
 	vps_worker_wake(dev);
@@ -376,10 +437,30 @@ static enum hrtimer_restart vps_coalesce_due(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-void vps_coalesce_init(struct vps_dev *dev)
+/* at open: every queue's fixed parts */
+void vps_queues_init(struct vps_dev *dev)
 {
-	hrtimer_init(&dev->coalesce_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	dev->coalesce_timer.function = vps_coalesce_due;
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		q->dev = dev;
+		q->index = i;
+		INIT_LIST_HEAD(&q->cmp_backlog);
+		hrtimer_init(&q->coalesce_timer, CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL);
+		q->coalesce_timer.function = vps_coalesce_due;
+	}
+}
+
+/* no interrupt is held from here on (the timers wake the worker) */
+void vps_coalesce_cancel(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		hrtimer_cancel(&dev->q[i].coalesce_timer);
 }
 
 /* synchronous completion from the target (emulated commands, errors) */
@@ -388,23 +469,40 @@ static bool vps_complete_now(struct vps_dev *dev, struct vps_req *req)
 	return vps_finish(dev, req);
 }
 
+/* post what waited for room in the completion rings, queue by queue */
 bool vps_drain_backlog(struct vps_dev *dev)
 {
 	struct vps_req *req, *tmp;
 	bool posted = false;
+	u32 i;
 
-	list_for_each_entry_safe(req, tmp, &dev->cmp_backlog, node) {
-		if (!dev->rings_ok || dev->broken) {
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		list_for_each_entry_safe(req, tmp, &q->cmp_backlog, node) {
+			if (!q->ok || dev->broken) {
+				vps_req_free(dev, req);
+				continue;
+			}
+			if (!vps_post(dev, req))
+				break;
 			vps_req_free(dev, req);
-			continue;
+			posted = true;
+			q->need_call = true;
 		}
-		if (!vps_post(dev, req))
-			break;
-		vps_req_free(dev, req);
-		posted = true;
-		dev->need_call = true;
 	}
 	return posted;
+}
+
+/* is any completion waiting for ring room? */
+bool vps_backlog_any(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		if (!list_empty(&dev->q[i].cmp_backlog))
+			return true;
+	return false;
 }
 
 /* post the backing I/O that completed (vps_io.c put it on dev->done) */
@@ -426,16 +524,19 @@ bool vps_process_done(struct vps_dev *dev)
 /* request ring                                                           */
 /* ---------------------------------------------------------------------- */
 
-static struct vps_req *vps_req_alloc(struct vps_dev *dev)
+static struct vps_req *vps_req_alloc(struct vps_queue *q)
 {
 	struct vps_req *req = kmem_cache_alloc(vps_req_cache, GFP_KERNEL);
+	struct vps_dev *dev = q->dev;
 
 	if (!req)
 		return NULL;
 	memset(req, 0, offsetof(struct vps_req, iov));
 	req->dev = dev;
+	req->q = q;
 	list_add_tail(&req->node, &dev->inflight);
 	dev->nr_inflight++;
+	q->nr_inflight++;
 	atomic_long_inc(&vps_inflight_reqs);
 	return req;
 }
@@ -457,19 +558,21 @@ static void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req)
 }
 
 /* one descriptor, copied once; the copy is all we look at afterwards */
-static bool vps_handle_desc(struct vps_dev *dev,
+static bool vps_handle_desc(struct vps_queue *q,
 			    const struct pvscsi_req_desc *d)
 {
-	struct vps_req *req = vps_req_alloc(dev);
+	struct vps_req *req = vps_req_alloc(q);
+	struct vps_dev *dev = q->dev;
 	u32 flags, dir;
 	int ret;
 
 	if (!req)
 		return false;
 	dev->stats.requests++;
+	q->requests++;
 	req->context = le64_to_cpu(d->context);
 	if (unlikely(dev->stale_armed))
-		vps_stale_fire(dev, req->context);
+		vps_stale_fire(q, req->context);
 	req->data_len = le64_to_cpu(d->data_len);
 	req->sense_addr = le64_to_cpu(d->sense_addr);
 	req->sense_len = le32_to_cpu(d->sense_len);
@@ -537,27 +640,29 @@ bad:
  * CPU's own counter, where ktime_get_ns() may read a device (HPET when
  * the TSC is not trusted, an MMIO exit per look in a VM).
  */
-static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
+static bool vps_poll_ring(struct vps_queue *q, u64 *end)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
+	struct vps_dev *dev = q->dev;
 	u64 now = local_clock();
 
 	if (!us)
 		return false;
 	if (!*end)
 		*end = now + (u64)us * NSEC_PER_USEC;
-	while (now < *end && !need_resched()) {
+	/* another queue's doorbell ends it too: one worker serves them all */
+	while (now < *end && !need_resched() &&
+	       !(READ_ONCE(dev->events) & VPS_EV_KICKS & ~BIT(q->index))) {
 		if (!llist_empty(&dev->done)) {
 			vps_process_done(dev);
 			if (dev->broken || !dev->rings_ok)
 				return false;
 		}
 		/* what this pass posted reaches the guest now, not after it */
-		if (dev->need_call)
-			vps_call(dev);
-		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod))
+		vps_call_all(dev);
+		if (vps_rs_get(dev, q->req_prod_idx, &prod))
 			return false;
-		if (prod != dev->req_cons) {
+		if (prod != q->req_cons) {
 			dev->polled++;
 			return true;
 		}
@@ -578,10 +683,11 @@ static bool vps_poll_ring(struct vps_dev *dev, u64 *end)
  * @peek: a second look, not a doorbell: an empty ring leaves the armed
  * threshold alone.
  */
-static bool vps_process_ring(struct vps_dev *dev, bool peek)
+static bool vps_process_ring(struct vps_queue *q, bool peek)
 {
-	u32 entries = 1u << dev->req_entries_log2;
-	u32 cmp_entries = 1u << dev->cmp_entries_log2;
+	u32 entries = 1u << q->req_entries_log2;
+	u32 cmp_entries = 1u << q->cmp_entries_log2;
+	struct vps_dev *dev = q->dev;
 	struct pvscsi_req_desc d;
 	bool armed = false;
 	u32 budget = VPS_WORK_WEIGHT;
@@ -590,35 +696,35 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 	if (peek) {
 		u32 prod;
 
-		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod)) {
+		if (vps_rs_get(dev, q->req_prod_idx, &prod)) {
 			vps_break(dev, "rings state unreadable");
 			return false;
 		}
-		if (prod == dev->req_cons)
+		if (prod == q->req_cons)
 			return false;
 	}
 	/* we are polling now: ask the guest not to ring the doorbell */
 	if (dev->req_threshold)
-		vps_rs_put(dev, &dev->rs->req_call_threshold, entries);
+		vps_rs_put(dev, q->req_call_threshold, entries);
 
 	for (;;) {
 		u32 prod, avail, slot;
 		void __user *p;
 
-		if (vps_rs_get(dev, &dev->rs->req_prod_idx, &prod)) {
+		if (vps_rs_get(dev, q->req_prod_idx, &prod)) {
 			vps_break(dev, "rings state unreadable");
 			return false;
 		}
 		/* descriptors are read after the index that published them */
 		smp_rmb();
-		avail = prod - dev->req_cons;
+		avail = prod - q->req_cons;
 		if (avail > entries) {
 			vps_break(dev, "request producer more than a ring ahead");
 			return false;
 		}
 		if (!avail) {
 			/* a doorbell's pass polls (not a second look's) */
-			if (!peek && !armed && vps_poll_ring(dev, &poll_end))
+			if (!peek && !armed && vps_poll_ring(q, &poll_end))
 				continue;
 			if (!dev->req_threshold || armed)
 				break;
@@ -626,7 +732,7 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 			 * Going idle: re-arm the doorbell, then look once
 			 * more so a request posted meanwhile is not missed.
 			 */
-			vps_rs_put(dev, &dev->rs->req_call_threshold, 1);
+			vps_rs_put(dev, q->req_call_threshold, 1);
 			/* order the threshold store before the index reload */
 			smp_mb();
 			armed = true;
@@ -639,10 +745,10 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 			 * Its store lands in nanoseconds, so one look a few
 			 * milliseconds later finds what both sides missed.
 			 */
-			WRITE_ONCE(dev->recheck_ns, ktime_get_ns() +
+			WRITE_ONCE(q->recheck_ns, ktime_get_ns() +
 				   min_t(u32, READ_ONCE(vps_recheck_ms), 60000) *
 				   NSEC_PER_MSEC);
-			WRITE_ONCE(dev->recheck, true);
+			WRITE_ONCE(q->recheck, true);
 			continue;
 		}
 		if (!budget--)
@@ -651,24 +757,24 @@ static bool vps_process_ring(struct vps_dev *dev, bool peek)
 		 * Every completion must find room in the completion ring;
 		 * vps_round() comes back once completions free a slot.
 		 */
-		if (dev->nr_inflight >= cmp_entries) {
-			dev->cmp_stall = true;
+		if (q->nr_inflight >= cmp_entries) {
+			q->cmp_stall = true;
 			return false;
 		}
 
-		slot = dev->req_cons & (entries - 1);
-		p = dev->req_pages[slot / PVSCSI_REQ_DESCS_PER_PAGE] +
+		slot = q->req_cons & (entries - 1);
+		p = q->req_pages[slot / PVSCSI_REQ_DESCS_PER_PAGE] +
 			(slot % PVSCSI_REQ_DESCS_PER_PAGE) * sizeof(d);
 		if (copy_from_user(&d, p, sizeof(d))) {
 			vps_break(dev, "request ring unreadable");
 			return false;
 		}
-		if (!vps_handle_desc(dev, &d))
+		if (!vps_handle_desc(q, &d))
 			return true;	/* no memory: retry the same slot */
 		/* what it weighs beyond one (d is our copy: read once) */
 		budget -= min(budget, vps_scsi_extra_weight(d.cdb));
-		dev->req_cons++;
-		if (vps_rs_put(dev, &dev->rs->req_cons_idx, dev->req_cons)) {
+		q->req_cons++;
+		if (vps_rs_put(dev, q->req_cons_idx, q->req_cons)) {
 			vps_break(dev, "rings state unwritable");
 			return false;
 		}
@@ -717,55 +823,79 @@ void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 /* worker                                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* one round; returns true when the worker should run again at once */
-static bool vps_round(struct vps_dev *dev)
+/*
+ * @q's share of a round: its ring when kicked or due a second look, then
+ * its interrupt.  Returns true when it wants another round at once.
+ */
+static bool vps_round_queue(struct vps_queue *q)
 {
+	struct vps_dev *dev = q->dev;
 	bool again = false, kicked, peek, due;
 	u32 cons;
 
-	mutex_lock(&dev->mutex);
-	vps_drain_backlog(dev);
-	vps_process_done(dev);
 	/* stopped for a migration: the doorbell waits for the way back */
-	kicked = !dev->stopped && test_and_clear_bit(VPS_EV_KICK, &dev->events);
+	kicked = !dev->stopped &&
+		 test_and_clear_bit(VPS_EV_KICK(q->index), &dev->events);
 	/*
 	 * Timed by the clock, not by jiffies: on a CPU that does not own the
 	 * tick, jiffies may lag by several ticks (a descheduled vCPU), and
 	 * the look must not come early.
 	 */
-	peek = !kicked && !dev->stopped && dev->recheck &&
-	       ktime_get_ns() >= dev->recheck_ns;
+	peek = !kicked && !dev->stopped && q->recheck &&
+	       ktime_get_ns() >= q->recheck_ns;
 	if (kicked || peek)
-		WRITE_ONCE(dev->recheck, false);
-	if (kicked)
+		WRITE_ONCE(q->recheck, false);
+	if (kicked) {
 		dev->stats.kicks++;
-	if ((kicked || peek) &&
-	    dev->rings_ok && !dev->broken && !dev->quiesce) {
-		cons = dev->req_cons;
-		again = vps_process_ring(dev, peek);
+		q->kicks++;
+	}
+	if ((kicked || peek) && q->ok && !dev->broken && !dev->quiesce) {
+		cons = q->req_cons;
+		again = vps_process_ring(q, peek);
 		/* consumed, so bounded by the work weight */
 		if (peek)
-			dev->unkicked += dev->req_cons - cons;
+			dev->unkicked += q->req_cons - cons;
 		if (again)
-			set_bit(VPS_EV_KICK, &dev->events);
+			set_bit(VPS_EV_KICK(q->index), &dev->events);
 		vps_process_done(dev);
 	}
 	/* one interrupt for everything this round posted, or held a while */
-	due = test_and_clear_bit(VPS_EV_CALL, &dev->events);
-	if (dev->need_call && (due || !vps_coalesce_hold(dev)))
-		vps_call(dev);
+	due = test_and_clear_bit(VPS_EV_CALL(q->index), &dev->events);
+	if (q->need_call && (due || !vps_coalesce_hold(q)))
+		vps_call(q);
 	/*
 	 * The ring was left alone for want of completion slots: go on once
 	 * there are some, the guest's doorbell was already rung.
 	 */
-	if (dev->cmp_stall &&
-	    dev->nr_inflight < (1u << dev->cmp_entries_log2)) {
-		dev->cmp_stall = false;
-		set_bit(VPS_EV_KICK, &dev->events);
+	if (q->cmp_stall && q->nr_inflight < (1u << q->cmp_entries_log2)) {
+		q->cmp_stall = false;
+		set_bit(VPS_EV_KICK(q->index), &dev->events);
 		again = true;
 	}
+	return again;
+}
+
+/*
+ * One round over every queue; returns true when the worker should run
+ * again at once.  One worker serves all the queues of an adapter, in
+ * turn, each with its own work weight.
+ */
+static bool vps_round(struct vps_dev *dev)
+{
+	bool again = false;
+	u32 i;
+
+	mutex_lock(&dev->mutex);
+	vps_drain_backlog(dev);
+	vps_process_done(dev);
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		again |= vps_round_queue(&dev->q[i]);
+	/* completions posted to queues whose turn came earlier */
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		if (dev->q[i].need_call && !vps_coalesce_hold(&dev->q[i]))
+			vps_call(&dev->q[i]);
 	/* a guest that does not consume completions: look again soon */
-	dev->backlog_wait = !list_empty(&dev->cmp_backlog);
+	dev->backlog_wait = vps_backlog_any(dev);
 	mutex_unlock(&dev->mutex);
 	return again;
 }
@@ -778,26 +908,36 @@ static bool vps_round(struct vps_dev *dev)
  */
 static bool vps_worker_has_work(struct vps_dev *dev)
 {
-	return (!READ_ONCE(dev->stopped) && test_bit(VPS_EV_KICK, &dev->events)) ||
-	       test_bit(VPS_EV_CALL, &dev->events) || !llist_empty(&dev->done);
+	unsigned long ev = READ_ONCE(dev->events);
+
+	return (!READ_ONCE(dev->stopped) && (ev & VPS_EV_KICKS)) ||
+	       (ev & VPS_EV_CALLS) || !llist_empty(&dev->done);
 }
 
 /*
  * How long the idle worker may sleep unwoken: a tick while completions
- * wait for ring room, until a re-armed request ring is due its second
- * look, or for good.
+ * wait for ring room, until the first re-armed request ring is due its
+ * second look, or for good.
  */
 static long vps_worker_timeout(struct vps_dev *dev)
 {
-	long t;
+	long t = MAX_SCHEDULE_TIMEOUT;
+	u64 now;
+	u32 i;
 
 	if (READ_ONCE(dev->backlog_wait))
 		return 1;
-	if (!READ_ONCE(dev->recheck))
-		return MAX_SCHEDULE_TIMEOUT;
-	t = (s64)(READ_ONCE(dev->recheck_ns) - ktime_get_ns());
-	/* an early wake-up only costs a round that does not look yet */
-	return t > 0 ? nsecs_to_jiffies(t) + 1 : 1;
+	now = ktime_get_ns();
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		s64 left;
+
+		if (!READ_ONCE(dev->q[i].recheck))
+			continue;
+		left = (s64)(READ_ONCE(dev->q[i].recheck_ns) - now);
+		/* an early wake-up only costs a round that does not look yet */
+		t = min_t(long, t, left > 0 ? nsecs_to_jiffies(left) + 1 : 1);
+	}
+	return t;
 }
 
 #ifdef VPS_HAVE_VHOST_TASK
@@ -935,9 +1075,19 @@ void vps_worker_stop(struct vps_dev *dev)
 }
 #endif
 
-void vps_kick_worker(struct vps_dev *dev)
+void vps_kick_worker(struct vps_queue *q)
 {
-	set_bit(VPS_EV_KICK, &dev->events);
+	set_bit(VPS_EV_KICK(q->index), &q->dev->events);
+	vps_worker_wake(q->dev);
+}
+
+/* every queue set up gets a look (a reset, VPS_STOP 0) */
+void vps_kick_all(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < dev->nr_queues; i++)
+		set_bit(VPS_EV_KICK(i), &dev->events);
 	vps_worker_wake(dev);
 }
 
@@ -949,7 +1099,7 @@ static int vps_kick_wakeup(wait_queue_entry_t *wait, unsigned int mode,
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
-	vps_kick_worker(poll->dev);
+	vps_kick_worker(poll->q);
 	return 0;
 }
 
@@ -962,33 +1112,44 @@ static void vps_kick_queue(struct file *file, wait_queue_head_t *wqh,
 	add_wait_queue(wqh, &poll->wait);
 }
 
-void vps_kick_stop(struct vps_dev *dev)
+void vps_kick_stop(struct vps_queue *q)
 {
-	if (dev->kick.wqh) {
-		remove_wait_queue(dev->kick.wqh, &dev->kick.wait);
-		dev->kick.wqh = NULL;
+	struct vps_poll *kick = &q->kick;
+
+	if (kick->wqh) {
+		remove_wait_queue(kick->wqh, &kick->wait);
+		kick->wqh = NULL;
 	}
-	if (dev->kick.file) {
-		fput(dev->kick.file);
-		dev->kick.file = NULL;
+	if (kick->file) {
+		fput(kick->file);
+		kick->file = NULL;
 	}
 }
 
-int vps_kick_start(struct vps_dev *dev, int fd)
+void vps_kick_stop_all(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		vps_kick_stop(&dev->q[i]);
+}
+
+int vps_kick_start(struct vps_queue *q, int fd)
 {
 	struct file *file = eventfd_fget(fd);
+	struct vps_poll *kick = &q->kick;
 	__poll_t mask;
 
 	if (IS_ERR(file))
 		return PTR_ERR(file);
-	vps_kick_stop(dev);
-	dev->kick.file = file;
-	dev->kick.dev = dev;
-	init_waitqueue_func_entry(&dev->kick.wait, vps_kick_wakeup);
-	init_poll_funcptr(&dev->kick.table, vps_kick_queue);
-	mask = vfs_poll(file, &dev->kick.table);
+	vps_kick_stop(q);
+	kick->file = file;
+	kick->q = q;
+	init_waitqueue_func_entry(&kick->wait, vps_kick_wakeup);
+	init_poll_funcptr(&kick->table, vps_kick_queue);
+	mask = vfs_poll(file, &kick->table);
 	if (mask & EPOLLIN)
-		vps_kick_worker(dev);
+		vps_kick_worker(q);
 	return 0;
 }
 
@@ -1025,12 +1186,15 @@ int vps_quiesce_wait(struct vps_dev *dev)
 u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 		     const struct vps_scope *s)
 {
-	struct list_head *lists[] = { &dev->inflight, &dev->cmp_backlog };
 	struct vps_req *req;
 	u32 i, n = 0;
 
-	for (i = 0; i < ARRAY_SIZE(lists); i++) {
-		list_for_each_entry(req, lists[i], node) {
+	/* list 0: consumed and not done; then each queue's backlog */
+	for (i = 0; i <= VPS_MAX_QUEUES; i++) {
+		struct list_head *list = i ? &dev->q[i - 1].cmp_backlog :
+					     &dev->inflight;
+
+		list_for_each_entry(req, list, node) {
 			if (!vps_scope_has(s, req))
 				continue;
 			if (!req->abort_status)
@@ -1054,8 +1218,7 @@ u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 			   const struct vps_scope *s)
 {
-	/* a bound: a failed allocation retries the same slot */
-	u32 rounds = (1u << dev->req_entries_log2) / VPS_WORK_WEIGHT + 2;
+	u32 i;
 
 	if (!dev->rings_ok || dev->broken)
 		return 0;
@@ -1063,11 +1226,37 @@ u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 	dev->cancel.status = status;
 	dev->cancel.scope = *s;
 	dev->cancel.hits = 0;
-	while (rounds-- && vps_process_ring(dev, false))
-		vps_process_done(dev);
+	for (i = 0; i < dev->nr_queues && !dev->broken; i++) {
+		struct vps_queue *q = &dev->q[i];
+		/* a bound: a failed allocation retries the same slot */
+		u32 rounds = (1u << q->req_entries_log2) / VPS_WORK_WEIGHT + 2;
+
+		while (rounds-- && vps_process_ring(q, false))
+			vps_process_done(dev);
+	}
 	vps_process_done(dev);
 	dev->cancel.on = false;
 	return dev->cancel.hits;
+}
+
+/* queues @from and up go (their requests complete unposted) */
+void vps_drop_queues(struct vps_dev *dev, u32 from)
+{
+	u32 i;
+
+	for (i = from; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		q->ok = false;
+		WRITE_ONCE(q->recheck, false);
+		q->cmp_stall = false;
+		q->req_cons = 0;
+		q->cmp_prod = 0;
+		memset(q->req_pages, 0, sizeof(q->req_pages));
+		memset(q->cmp_pages, 0, sizeof(q->cmp_pages));
+		clear_bit(VPS_EV_KICK(i), &dev->events);
+	}
+	dev->nr_queues = min(dev->nr_queues, from);
 }
 
 void vps_drop_rings(struct vps_dev *dev)
@@ -1076,12 +1265,9 @@ void vps_drop_rings(struct vps_dev *dev)
 	dev->msg_ok = false;
 	dev->req_threshold = false;
 	dev->features = 0;
-	WRITE_ONCE(dev->recheck, false);
 	dev->broken = false;
-	dev->cmp_stall = false;
+	vps_drop_queues(dev, 0);
 	dev->rs = NULL;
-	memset(dev->req_pages, 0, sizeof(dev->req_pages));
-	memset(dev->cmp_pages, 0, sizeof(dev->cmp_pages));
 	memset(dev->msg_pages, 0, sizeof(dev->msg_pages));
 }
 
@@ -1100,9 +1286,11 @@ void vps_put_owner_refs(struct vps_dev *dev)
 			dev->luns[t][l] = NULL;
 		}
 	}
-	if (dev->call_cmpl)
-		eventfd_ctx_put(dev->call_cmpl);
-	dev->call_cmpl = NULL;
+	for (t = 0; t < VPS_MAX_QUEUES; t++) {
+		if (dev->q[t].call)
+			eventfd_ctx_put(dev->q[t].call);
+		dev->q[t].call = NULL;
+	}
 	if (dev->call_msg)
 		eventfd_ctx_put(dev->call_msg);
 	dev->call_msg = NULL;
@@ -1134,14 +1322,13 @@ static void vps_owner_gone(struct vps_dev *dev)
 	spin_lock_irq(&dev->io_wait.lock);
 	WRITE_ONCE(dev->owner_gone, true);
 	spin_unlock_irq(&dev->io_wait.lock);
-	vps_kick_stop(dev);
+	vps_kick_stop_all(dev);
 	vps_drop_rings(dev);
 	dev->quiesce++;		/* for good: nothing more is submitted */
-	hrtimer_cancel(&dev->coalesce_timer);	/* nor held */
+	vps_coalesce_cancel(dev);	/* nor held */
 	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */
 	vps_drain_backlog(dev);
-	clear_bit(VPS_EV_KICK, &dev->events);
 	dev->backlog_wait = false;
 	vps_put_owner_refs(dev);
 	pr_debug("owner of an adapter exited: its memory is let go\n");

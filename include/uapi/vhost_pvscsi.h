@@ -336,6 +336,54 @@ struct pvscsi_cmd_ext_set_features {
 	__le32 features;		/* PVSCSI_EXT_FEAT_* */
 } __attribute__((packed));
 
+/*
+ * PVSCSI_EXT_FEAT_MULTIQUEUE: request/completion ring pairs beyond the
+ * one SETUP_RINGS sets up (queue 0).  After SETUP_RINGS, the driver sends
+ * PVSCSI_CMD_EXT_SETUP_QUEUES once per further queue, in order (1, 2, ...,
+ * fewer than the query's count), each followed by one struct
+ * pvscsi_cmd_ext_setup_queue: its rings, sized as SETUP_RINGS's.  Status
+ * 0, or PVSCSI_STATUS_UNSUPPORTED (bad magic, queue out of order or not
+ * offered, bad page counts or pages, no queue 0): no queue changes then.
+ * ADAPTER_RESET and SETUP_RINGS remove every queue but 0.
+ *
+ * Queue q >= 1 keeps its indices in the rings state page, in struct
+ * pvscsi_ext_queue_state at PVSCSI_EXT_QUEUE_STATE_OFFSET(q), a cache line
+ * of its own; they mean what queue 0's mean in struct pvscsi_rings_state
+ * (cmp_event_idx is its completion event index, with INTR_MODERATION).
+ * The device writes req_cons_idx, req_num_entries_log2, cmp_prod_idx,
+ * cmp_num_entries_log2 and req_call_threshold; req_call_threshold starts
+ * at 1 (ring the doorbell for each request) and SETUP_REQCALLTHRESHOLD
+ * applies to every queue.  The driver rings queue q's doorbell by writing
+ * any value to PVSCSI_EXT_REG_KICK(q) (for any command type); completions
+ * of queue q raise MSI-X vector q (queue 0's, and the message ring's, stay
+ * on vector 0).  A command completes on the queue it was posted on;
+ * resets and aborts cover commands of every queue, and a command's
+ * context must be unique across queues.
+ */
+#define PVSCSI_EXT_QUEUE_STATE_OFFSET(q)	(0x400 + (q) * 64)
+#define PVSCSI_EXT_REG_KICK(q)		(0x5000 + (q) * 4)
+
+struct pvscsi_cmd_ext_setup_queue {
+	__le32 magic;			/* PVSCSI_EXT_QUERY_MAGIC */
+	__le32 queue;			/* 1 .. offered - 1, in order */
+	__le32 req_ring_num_pages;	/* power of two, 1..32 */
+	__le32 cmp_ring_num_pages;	/* power of two, 1..32 */
+	__le64 req_ring_ppns[PVSCSI_SETUP_RINGS_MAX_PAGES];
+	__le64 cmp_ring_ppns[PVSCSI_SETUP_RINGS_MAX_PAGES];
+} __attribute__((packed));
+
+struct pvscsi_ext_queue_state {
+	__le32 req_prod_idx;		/* written by the driver */
+	__le32 req_cons_idx;		/* written by the device */
+	__le32 req_num_entries_log2;	/* written by the device */
+	__le32 cmp_prod_idx;		/* written by the device */
+	__le32 cmp_cons_idx;		/* written by the driver */
+	__le32 cmp_num_entries_log2;	/* written by the device */
+	__le32 req_call_threshold;	/* written by the device */
+	__le32 cmp_event_idx;		/* written by the driver */
+	__u8 pad[32];
+} __attribute__((packed));
+
 /* ------------------------------------------------------------------ */
 /* Part 2: the host module's ioctl interface (/dev/vhost-pvscsi)      */
 /* ------------------------------------------------------------------ */
@@ -354,7 +402,10 @@ struct pvscsi_cmd_ext_set_features {
 
 /* which interrupt an eventfd stands for */
 #define VPS_EVENT_CMPL			0	/* completion ring (queue 0) */
+#define VPS_EVENT_CMPL_Q(q)		(q)	/* completion ring of queue q */
 #define VPS_EVENT_MSG			0xffff	/* message ring */
+/* queues the module serves: queue 0 and those of VPS_SETUP_QUEUE */
+#define VPS_MAX_QUEUES			PVSCSI_EXT_MAX_QUEUES
 
 struct vps_eventfd {
 	__u32 index;			/* VPS_EVENT_* for call; queue for kick */
@@ -486,6 +537,22 @@ struct vps_log {
 #define VPS_FEATURES_ALL		VPS_FEAT_CMP_EVENT_IDX
 #define VPS_GET_FEATURES	_IOR(VPS_IOC_TYPE, 0xdf, __u32)
 #define VPS_SET_FEATURES	_IOW(VPS_IOC_TYPE, 0xe0, __u32)
+/*
+ * PVSCSI_EXT_FEAT_MULTIQUEUE: VPS_GET_FEATURES reports VPS_FEAT_MULTIQUEUE
+ * when the module serves queues beyond 0 (up to VPS_MAX_QUEUES); it is not
+ * for VPS_SET_FEATURES.  VPS_SETUP_QUEUE takes the guest's
+ * PVSCSI_CMD_EXT_SETUP_QUEUES as it came (after VPS_SETUP_RINGS; queues in
+ * order): EINVAL for a queue out of order or beyond VPS_MAX_QUEUES, bad
+ * magic or page counts, no queue 0; EFAULT for pages outside the memory
+ * table; EBUSY while that queue has requests in flight.  VPS_RESUME_QUEUE
+ * is its migration twin (as VPS_RESUME_RINGS).  VPS_SET_KICK_FD index q
+ * is queue q's doorbell, VPS_SET_CALL_FD VPS_EVENT_CMPL_Q(q) its
+ * completion interrupt.  VPS_SETUP_RINGS, VPS_RESUME_RINGS and VPS_RESET
+ * of the adapter remove every queue but 0 (their eventfds stay).
+ */
+#define VPS_FEAT_MULTIQUEUE		PVSCSI_EXT_FEAT_MULTIQUEUE
+#define VPS_SETUP_QUEUE		_IOW(VPS_IOC_TYPE, 0xe1, struct pvscsi_cmd_ext_setup_queue)
+#define VPS_RESUME_QUEUE	_IOW(VPS_IOC_TYPE, 0xe2, struct pvscsi_cmd_ext_setup_queue)
 
 /* ------------------------------------------------------------------ */
 /* size checks                                                        */
@@ -514,6 +581,13 @@ VPS_SIZE_CHECK(struct pvscsi_msg_desc, 128);
 VPS_SIZE_CHECK(struct pvscsi_msg_dev_status, 128);
 VPS_SIZE_CHECK(struct pvscsi_cmd_ext_query, 8);
 VPS_SIZE_CHECK(struct pvscsi_cmd_ext_set_features, 8);
+VPS_SIZE_CHECK(struct pvscsi_cmd_ext_setup_queue, 16 + 2 * 8 * 32);
+VPS_SIZE_CHECK(struct pvscsi_ext_queue_state, 64);
+static_assert(PVSCSI_EXT_QUEUE_STATE_OFFSET(0) >= PVSCSI_EXT_CMP_EVENT_OFFSET + 64 &&
+	      PVSCSI_EXT_QUEUE_STATE_OFFSET(PVSCSI_EXT_MAX_QUEUES) <= PVSCSI_PAGE_SIZE,
+	      "queue state placement");
+static_assert(PVSCSI_EXT_REG_KICK(PVSCSI_EXT_MAX_QUEUES) <= PVSCSI_BAR0_MSIX_TABLE_OFFSET,
+	      "doorbells below the MSI-X table");
 static_assert(sizeof(struct pvscsi_rings_state) <= PVSCSI_EXT_CMP_EVENT_OFFSET &&
 	      PVSCSI_EXT_CMP_EVENT_OFFSET % 64 == 0, "event index placement");
 VPS_SIZE_CHECK(struct vps_eventfd, 8);

@@ -30,6 +30,7 @@
  *                                  polling guest driver, not the eventfd)
  *   vps_test poll DISK             busy-polling (poll_us) at queue depth 1
  *   vps_test event DISK            the completion event index (VPS_SET_FEATURES)
+ *   vps_test mq DISK               the multi-queue extension (VPS_SETUP_QUEUE)
  *   vps_test coalesce SLOW_DISK    interrupt coalescing (coalesce_us)
  *                                  (TAP; wants two CPUs)
  */
@@ -313,24 +314,32 @@ static void kick(void)
 		die("kick");
 }
 
+/* a request descriptor for @c, in any queue's ring */
+static void fill_desc(struct pvscsi_req_desc *d, const struct cmd *c, uint64_t ctx,
+		      uint64_t sense_addr, uint32_t sense_len)
+{
+	memset(d, 0, sizeof(*d));
+	d->context = ctx;
+	d->sense_addr = sense_addr;
+	d->sense_len = sense_len;
+	d->data_addr = c->data_gpa;
+	d->data_len = c->data_len;
+	d->flags = c->flags;
+	memcpy(d->cdb, c->cdb, 16);
+	d->cdb_len = c->cdb_len ? c->cdb_len : 16;
+	d->lun[1] = c->lun;
+	d->target = c->target;
+	/* the descriptor before the index that publishes it */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
 static void put_req(const struct cmd *c, uint64_t ctx, uint32_t slot_sense)
 {
 	struct pvscsi_req_desc *d;
 	uint32_t slot = req_prod % REQ_ENTRIES;
 
 	d = (void *)((uint8_t *)page(P_REQ) + slot * sizeof(*d));
-	memset(d, 0, sizeof(*d));
-	d->context = ctx;
-	d->data_addr = c->data_gpa;
-	d->data_len = c->data_len;
-	d->sense_addr = gpa(page(P_SENSE)) + slot_sense * 64;
-	d->sense_len = 32;
-	d->flags = c->flags;
-	memcpy(d->cdb, c->cdb, 16);
-	d->cdb_len = c->cdb_len ? c->cdb_len : 16;
-	d->lun[1] = c->lun;
-	d->target = c->target;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	fill_desc(d, c, ctx, gpa(page(P_SENSE)) + slot_sense * 64, 32);
 	req_prod++;
 	__atomic_store_n(&rs->req_prod_idx, req_prod, __ATOMIC_RELEASE);
 }
@@ -2923,7 +2932,8 @@ static int do_event(const char *disk)
 	start_on(disk);
 	if (attach(0, 0, disk, 0, 0))
 		die("event set-up");
-	tap(!ioctl(vfd, VPS_GET_FEATURES, &f) && f == VPS_FEAT_CMP_EVENT_IDX,
+	tap(!ioctl(vfd, VPS_GET_FEATURES, &f) &&
+	    f == (VPS_FEAT_CMP_EVENT_IDX | VPS_FEAT_MULTIQUEUE),
 	    "event-offered", "features %#x: %s", f, strerror(errno));
 	ret = ioctl(vfd, VPS_SET_FEATURES, &bad_bit);
 	tap(ret < 0 && errno == EINVAL, "event-unknown-bit-refused", "ret %d %s", ret,
@@ -3004,6 +3014,337 @@ static int do_event(const char *disk)
 	ret = ioctl(vfd, VPS_SET_FEATURES, &on);
 	tap(ret < 0 && errno == EINVAL, "event-needs-rings", "ret %d %s", ret, strerror(errno));
 	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/*
+ * The multi-queue extension (VPS_SETUP_QUEUE): queues 1..MQ_N-1 beside
+ * queue 0, each with its rings, its indices in the rings state page
+ * (struct pvscsi_ext_queue_state), its doorbell and its interrupt.
+ */
+#define MQ_N		4
+#define MQ_PAGES	2			/* per ring */
+#define P_MQ(q)		(8192 + (q) * 8)	/* req at +0, cmp at +4 */
+#define MQ_REQ_ENTRIES	(MQ_PAGES * PG / sizeof(struct pvscsi_req_desc))
+
+struct mq {
+	int kick, call;
+	uint32_t req_prod, cmp_cons;
+	uint64_t calls;
+};
+
+static struct mq mq[MQ_N];
+
+static struct pvscsi_ext_queue_state *mq_state(uint32_t q)
+{
+	return (void *)((uint8_t *)page(P_RS) + PVSCSI_EXT_QUEUE_STATE_OFFSET(q));
+}
+
+static struct pvscsi_cmd_ext_setup_queue mq_cfg(uint32_t q, uint32_t pages)
+{
+	struct pvscsi_cmd_ext_setup_queue c = { .magic = PVSCSI_EXT_QUERY_MAGIC };
+	uint32_t i;
+
+	c.queue = q;
+	c.req_ring_num_pages = pages;
+	c.cmp_ring_num_pages = pages;
+	for (i = 0; i < pages; i++) {
+		c.req_ring_ppns[i] = gpa(page(P_MQ(q) + i)) / PG;
+		c.cmp_ring_ppns[i] = gpa(page(P_MQ(q) + 4 + i)) / PG;
+	}
+	return c;
+}
+
+static int mq_setup(uint32_t q, unsigned long cmd)
+{
+	struct pvscsi_cmd_ext_setup_queue c = mq_cfg(q, MQ_PAGES);
+
+	return ioctl(vfd, cmd, &c);
+}
+
+/* queue q's eventfds: its doorbell and its completion interrupt */
+static void mq_eventfds(uint32_t q)
+{
+	struct vps_eventfd e;
+
+	mq[q].kick = eventfd(0, EFD_NONBLOCK);
+	mq[q].call = eventfd(0, EFD_NONBLOCK);
+	if (mq[q].kick < 0 || mq[q].call < 0)
+		die("eventfd");
+	e = (struct vps_eventfd){ q, mq[q].kick };
+	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
+		die("SET_KICK_FD q");
+	e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(q), mq[q].call };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		die("SET_CALL_FD q");
+}
+
+static void mq_put(uint32_t q, const struct cmd *c, uint64_t ctx)
+{
+	struct pvscsi_req_desc *d;
+	uint32_t slot = mq[q].req_prod % MQ_REQ_ENTRIES;
+
+	d = (void *)((uint8_t *)page(P_MQ(q)) + slot * sizeof(*d));
+	fill_desc(d, c, ctx, 0, 0);
+	mq[q].req_prod++;
+	__atomic_store_n(&mq_state(q)->req_prod_idx, mq[q].req_prod, __ATOMIC_RELEASE);
+}
+
+static void mq_kick(uint32_t q)
+{
+	uint64_t one = 1;
+
+	if (write(mq[q].kick, &one, sizeof(one)) != sizeof(one))
+		die("kick q");
+}
+
+/* reap what queue q's completion ring has, waiting up to @ms for @n */
+static uint32_t mq_reap(uint32_t q, struct result *out, uint32_t n, int ms)
+{
+	struct pvscsi_ext_queue_state *st = mq_state(q);
+	uint32_t got = 0, entries = 1u << st->cmp_num_entries_log2;
+	uint64_t v;
+
+	while (got < n && ms > 0) {
+		uint32_t prod = __atomic_load_n(&st->cmp_prod_idx, __ATOMIC_ACQUIRE);
+
+		while (mq[q].cmp_cons != prod && got < n) {
+			struct pvscsi_cmp_desc *c = (void *)((uint8_t *)page(P_MQ(q) + 4) +
+				(mq[q].cmp_cons % entries) * sizeof(*c));
+
+			out[got].context = c->context;
+			out[got].host = c->host_status;
+			out[got].scsi = c->scsi_status;
+			got++;
+			mq[q].cmp_cons++;
+			__atomic_store_n(&st->cmp_cons_idx, mq[q].cmp_cons, __ATOMIC_RELEASE);
+		}
+		if (got < n) {
+			struct pollfd p = { mq[q].call, POLLIN, 0 };
+
+			poll(&p, 1, 10);
+			ms -= 10;
+		}
+	}
+	if (read(mq[q].call, &v, sizeof(v)) == sizeof(v))
+		mq[q].calls += v;
+	return got;
+}
+
+/* the interrupts queue q got that were not counted yet */
+static uint64_t mq_calls(uint32_t q)
+{
+	uint64_t v;
+
+	if (read(mq[q].call, &v, sizeof(v)) == sizeof(v))
+		mq[q].calls += v;
+	return mq[q].calls;
+}
+
+#define MQ_BURST	24
+static int do_mq(const char *disk)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct pvscsi_cmd_ext_setup_queue c;
+	struct result res[MQ_BURST];
+	struct vps_eventfd e;
+	uint32_t f = 0, q, i, bad, got, cmp0;
+	uint64_t calls0, ctx;
+	int ret, err;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("mq set-up");
+	tap(!ioctl(vfd, VPS_GET_FEATURES, &f) && (f & VPS_FEAT_MULTIQUEUE),
+	    "mq-offered", "features %#x", f);
+	ret = ioctl(vfd, VPS_SET_FEATURES, &(uint32_t){ VPS_FEAT_MULTIQUEUE });
+	tap(ret < 0 && errno == EINVAL, "mq-not-a-settable-feature", "ret %d", ret);
+	for (q = 1; q < MQ_N; q++)
+		mq_eventfds(q);
+	e = (struct vps_eventfd){ VPS_MAX_QUEUES, mq[1].kick };
+	ret = ioctl(vfd, VPS_SET_KICK_FD, &e);
+	err = errno;
+	e.index = VPS_EVENT_CMPL_Q(VPS_MAX_QUEUES);
+	tap(ret < 0 && err == EINVAL && ioctl(vfd, VPS_SET_CALL_FD, &e) < 0 && errno == EINVAL,
+	    "mq-eventfd-index-bounded", "ret %d", ret);
+
+	/* refused: out of order, queue 0, bad magic, bad pages, no memory */
+	ret = mq_setup(2, VPS_SETUP_QUEUE);
+	tap(ret < 0 && errno == EINVAL, "mq-out-of-order-refused", "ret %d %s", ret,
+	    strerror(errno));
+	ret = mq_setup(0, VPS_SETUP_QUEUE);
+	tap(ret < 0 && errno == EINVAL, "mq-queue-0-refused", "ret %d %s", ret, strerror(errno));
+	c = mq_cfg(1, MQ_PAGES);
+	c.magic = 0;
+	ret = ioctl(vfd, VPS_SETUP_QUEUE, &c);
+	tap(ret < 0 && errno == EINVAL, "mq-bad-magic-refused", "ret %d %s", ret, strerror(errno));
+	c = mq_cfg(1, 3);
+	ret = ioctl(vfd, VPS_SETUP_QUEUE, &c);
+	tap(ret < 0 && errno == EINVAL, "mq-bad-pages-refused", "ret %d %s", ret, strerror(errno));
+	c = mq_cfg(1, MQ_PAGES);
+	c.cmp_ring_ppns[1] = (GPA_BASE + RAM_SIZE) / PG;
+	ret = ioctl(vfd, VPS_SETUP_QUEUE, &c);
+	err = errno;
+	tap(ret < 0 && err == EFAULT && mq_setup(2, VPS_SETUP_QUEUE) < 0,
+	    "mq-outside-memory-refused", "ret %d %s", ret, strerror(err));
+	ret = ioctl(vfd, VPS_SETUP_QUEUE, NULL);
+	tap(ret < 0 && errno == EFAULT, "mq-bad-pointer-refused", "ret %d", ret);
+
+	bad = 0;
+	for (q = 1; q < MQ_N; q++)
+		bad += !!mq_setup(q, VPS_SETUP_QUEUE);
+	tap(!bad, "mq-setup", "%u queues refused: %s", bad, strerror(errno));
+	for (q = 1, bad = 0; q < MQ_N; q++)
+		bad += mq_state(q)->req_num_entries_log2 != 6 ||
+		       mq_state(q)->cmp_num_entries_log2 != 8 ||
+		       mq_state(q)->req_call_threshold != 1;
+	tap(!bad, "mq-sizes-published", "%u queues wrong: req %u cmp %u thr %u", bad,
+	    mq_state(1)->req_num_entries_log2, mq_state(1)->cmp_num_entries_log2,
+	    mq_state(1)->req_call_threshold);
+
+	/* one command per queue: it completes on its own ring, with its own interrupt */
+	for (q = 1, bad = 0; q < MQ_N; q++) {
+		calls0 = mq_calls(q);
+		cmp0 = rs->cmp_prod_idx;
+		ctx = next_ctx++;
+		mq_put(q, &tur, ctx);
+		mq_kick(q);
+		got = mq_reap(q, res, 1, 5000);
+		usleep(20000);
+		if (got != 1 || res[0].context != ctx || res[0].host || res[0].scsi ||
+		    mq_calls(q) == calls0 || rs->cmp_prod_idx != cmp0) {
+			printf("# queue %u: got %u ctx %llu/%llu host %u calls %llu cmp0 %u/%u\n",
+			       q, got, (unsigned long long)res[0].context,
+			       (unsigned long long)ctx, res[0].host,
+			       (unsigned long long)(mq[q].calls - calls0), cmp0,
+			       rs->cmp_prod_idx);
+			bad++;
+		}
+	}
+	tap(!bad, "mq-own-ring-own-interrupt", "%u queues wrong", bad);
+
+	/* data through queue 2, read back through queue 3 */
+	{
+		uint8_t *w = data(), *r = data() + 64 * 1024;
+		struct cmd wr = rw16(1, 100, 16, w, 512), rd = rw16(0, 100, 16, r, 512);
+
+		pattern(w, 100, 16, 77);
+		memset(r, 0, 16 * 512);
+		mq_put(2, &wr, next_ctx++);
+		mq_kick(2);
+		got = mq_reap(2, res, 1, 5000);
+		ret = got == 1 && !res[0].host && !res[0].scsi;
+		mq_put(3, &rd, next_ctx++);
+		mq_kick(3);
+		got = mq_reap(3, res, 1, 5000);
+		tap(ret && got == 1 && !res[0].host && !res[0].scsi && !memcmp(w, r, 16 * 512),
+		    "mq-data-across-queues", "write %d, read %u host %u", ret, got, res[0].host);
+	}
+
+	/* every queue at once, queue 0 too: each completion once, on its queue */
+	{
+		struct result r0[MQ_BURST];
+		uint32_t n[MQ_N] = {}, dups = 0;
+		uint64_t base = next_ctx;
+
+		for (i = 0; i < MQ_BURST; i++)
+			put_req(&tur, base + i, i);
+		for (q = 1; q < MQ_N; q++)
+			for (i = 0; i < MQ_BURST; i++)
+				mq_put(q, &tur, base + q * MQ_BURST + i);
+		next_ctx = base + MQ_N * MQ_BURST;
+		kick();
+		for (q = 1; q < MQ_N; q++)
+			mq_kick(q);
+		n[0] = collect(r0, MQ_BURST, 2000);
+		for (i = 0; i < n[0]; i++)
+			dups += r0[i].context - base >= MQ_BURST;
+		for (q = 1; q < MQ_N; q++) {
+			n[q] = mq_reap(q, res, MQ_BURST, 5000);
+			dups += count_dups(res, n[q], base + q * MQ_BURST, MQ_BURST);
+		}
+		tap(n[0] == MQ_BURST && n[1] == MQ_BURST && n[2] == MQ_BURST &&
+		    n[3] == MQ_BURST && !dups, "mq-all-queues-at-once",
+		    "completions %u %u %u %u, %u on a wrong queue or twice", n[0], n[1], n[2],
+		    n[3], dups);
+	}
+
+	/* a bus reset covers what waits, unkicked, in queue 2's ring */
+	ctx = next_ctx;
+	for (i = 0; i < 4; i++)
+		mq_put(2, &tur, next_ctx++);
+	ret = reset(VPS_RESET_BUS, 0, 0);
+	got = mq_reap(2, res, 4, 2000);
+	for (i = 0, bad = 0; i < got; i++)
+		bad += res[i].host != BTSTAT_BUSRESET || res[i].context != ctx + i;
+	tap(!ret && got == 4 && !bad, "mq-bus-reset-covers-queues",
+	    "ret %d, %u of 4 completed, %u not BUSRESET", ret, got, bad);
+
+	/* the completion event index, per queue: behind, no interrupt */
+	ret = ioctl(vfd, VPS_SET_FEATURES, &(uint32_t){ VPS_FEAT_CMP_EVENT_IDX });
+	mq_state(1)->cmp_event_idx = mq[1].cmp_cons + 1000;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	calls0 = mq_calls(1);
+	for (i = 0; i < 4; i++)
+		mq_put(1, &tur, next_ctx++);
+	mq_kick(1);
+	got = mq_reap(1, res, 4, 2000);
+	usleep(20000);
+	tap(!ret && got == 4 && mq_calls(1) == calls0, "mq-event-index-behind",
+	    "ret %d, %u of 4, %llu interrupts", ret, got,
+	    (unsigned long long)(mq[1].calls - calls0));
+	mq_state(1)->cmp_event_idx = mq[1].cmp_cons;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	mq_put(1, &tur, next_ctx++);
+	mq_kick(1);
+	got = mq_reap(1, res, 1, 2000);
+	usleep(20000);
+	tap(got == 1 && mq_calls(1) != calls0, "mq-event-index-wanted",
+	    "%u of 1, no interrupt", got);
+	f = 0;
+	ioctl(vfd, VPS_SET_FEATURES, &f);
+
+	/*
+	 * a migration's destination: queue 1 taken over with the indices the
+	 * rings state page holds (here: a new SETUP_RINGS drops the queues,
+	 * then RESUME_QUEUE brings queue 1 back where it was)
+	 */
+	req_prod = 0;
+	cmp_cons = 0;
+	rs->req_prod_idx = 0;
+	rs->cmp_cons_idx = 0;
+	ret = setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	ctx = next_ctx++;
+	mq_put(2, &tur, ctx);
+	mq_kick(2);
+	usleep(50000);
+	err = mq_setup(3, VPS_SETUP_QUEUE) < 0 && errno == EINVAL;
+	tap(!ret && mq_state(2)->req_cons_idx == mq[2].req_prod - 1 && err,
+	    "mq-setup-rings-drops-queues", "ret %d, queue 2 consumed %u of %u, queue 3 %s",
+	    ret, mq_state(2)->req_cons_idx, mq[2].req_prod, err ? "refused" : "taken");
+	mq_state(2)->req_prod_idx = mq[2].req_prod - 1;
+	mq[2].req_prod--;
+	i = mq_state(1)->req_cons_idx;	/* all it had, consumed */
+	ret = mq_setup(1, VPS_RESUME_QUEUE);
+	ctx = next_ctx++;
+	mq_put(1, &tur, ctx);
+	mq_kick(1);
+	got = mq_reap(1, res, 1, 5000);
+	tap(!ret && i + 1 == mq[1].req_prod && mq_state(1)->req_cons_idx == mq[1].req_prod &&
+	    got == 1 && res[0].context == ctx, "mq-resume-keeps-indices",
+	    "ret %d, cons %u of %u, %u completions", ret, mq_state(1)->req_cons_idx,
+	    mq[1].req_prod, got);
+
+	/* an adapter reset drops them, and no queue is taken without rings */
+	reset(VPS_RESET_ADAPTER, 0, 0);
+	ret = mq_setup(1, VPS_SETUP_QUEUE);
+	tap(ret < 0 && errno == EINVAL, "mq-needs-rings", "ret %d %s", ret, strerror(errno));
+	close_adapter();
+	for (q = 1; q < MQ_N; q++) {
+		close(mq[q].kick);
+		close(mq[q].call);
+	}
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
 }
@@ -3489,6 +3830,8 @@ int main(int argc, char **argv)
 		return do_poll(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "coalesce"))
 		return do_coalesce(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "mq"))
+		return do_mq(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
 		return do_event(argv[2]);
 	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "spin"))) && !strcmp(argv[1], "bench"))

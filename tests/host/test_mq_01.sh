@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612 61 debug
+# gate: 612
+# checks: 24
+#
+# The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
+# PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
+# module offers it (not as a settable feature); refuses queues out of
+# order, queue 0, a bad magic, bad page counts, pages outside the memory
+# table, a bad pointer and eventfd indices beyond VPS_MAX_QUEUES; three
+# queues beside queue 0 publish their ring sizes and a doorbell
+# threshold of 1; a command on each completes on its own ring with its
+# own interrupt (none on queue 0); data written through one queue reads
+# back through another; bursts on all four at once complete once each, on
+# their queue; a bus reset covers requests waiting unkicked in a queue;
+# the completion event index works per queue; SETUP_RINGS drops the
+# queues (a doorbell on one is not served, the next setup must start at
+# 1 again); VPS_RESUME_QUEUE takes a queue back at the indices its state
+# holds; an adapter reset drops them and no queue is taken without rings.
+. "$(dirname "$0")/../../scripts/vm/harness.sh"
+
+vm_modules null_blk
+vm_ours vhost_pvscsi
+vm_bins "$VPS_TOP/tests/host/vps_test"
+VM_MEM=1024
+vm_run host-mq <<'GUEST'
+modprobe -r null_blk
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1
+t_check load vps_load vhost_pvscsi
+t_tap mq vps_test mq /dev/nullb0
+t_check unload rmmod vhost_pvscsi
+vps_dmesg_clean dmesg
+GUEST
