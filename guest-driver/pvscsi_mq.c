@@ -6,9 +6,12 @@
  * ESXi).  The device ABI lives in include/uapi/vhost_pvscsi.h; the design
  * and the user-visible knobs are in Documentation/guest-driver.md.
  *
- * Data path: one request ring, one completion ring.  A request's context
- * is its blk-mq tag + 1, so a completion finds its command in O(1)
- * through scsi_host_find_tag(); every piece of per-request memory the
+ * Data path: one request ring and one completion ring per queue (one
+ * queue, or more with the vhost-pvscsi extension's MULTIQUEUE: a blk-mq
+ * hardware queue each, with its own locks, doorbell and MSI-X vector).
+ * Tags are shared by the queues (host_tagset).  A request's context is
+ * its blk-mq tag + 1, so a completion finds its command in O(1) through
+ * scsi_host_find_tag(); every piece of per-request memory the
  * device sees (SG page, sense buffer) is preallocated per tag at probe, so
  * the I/O path never allocates.  Everything the device writes (ring
  * indices, completion and message descriptors) is read once and bounded
@@ -18,6 +21,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/blk-mq-pci.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
@@ -76,6 +80,11 @@ static bool event_idx = true;
 module_param(event_idx, bool, 0444);
 MODULE_PARM_DESC(event_idx,
 		 "Ask for completion interrupts by event index (the extension's INTR_MODERATION: none while the driver reaps), if the device offers it (default 1)");
+
+static unsigned int queues;
+module_param(queues, uint, 0444);
+MODULE_PARM_DESC(queues,
+		 "Request queues when the device offers the extension's MULTIQUEUE, at most as many as it offers: 0 = one per online CPU (the default); N = N");
 
 static unsigned int irq_mode;
 module_param(irq_mode, uint, 0444);
@@ -150,9 +159,11 @@ struct pvscsi_cmd_priv {
 	 * The descriptor's context: tag + 1 in the low half, the submission
 	 * number in the high half, so a late completion of an earlier use of
 	 * the tag is told apart from the current one.  Written before
-	 * PVSCSI_CMD_INFLIGHT is set; read only while it is.
+	 * PVSCSI_CMD_INFLIGHT is set, with the queue it went on; read only
+	 * while it is.
 	 */
 	u64 context;
+	u32 queue;
 };
 
 struct pvscsi_sg_chunk {
@@ -160,7 +171,8 @@ struct pvscsi_sg_chunk {
 	dma_addr_t dma;
 };
 
-struct pvscsi_stats {
+/* per queue: each block of counters under that queue's lock */
+struct pvscsi_qstats {
 	/* submit_lock */
 	u64 requests;
 	u64 doorbells;
@@ -173,6 +185,52 @@ struct pvscsi_stats {
 	u64 completions;
 	u64 cmpl_per_irq_max;
 	u64 bogus_completions;
+};
+
+struct pvscsi_adapter;
+
+/*
+ * One request/completion ring pair: a blk-mq hardware queue.  Queue 0 is
+ * the one SETUP_RINGS sets up, its indices the rings state page's own
+ * fields; queues 1.. are the extension's (EXT_SETUP_QUEUES), their
+ * indices in struct pvscsi_ext_queue_state, a cache line each.
+ */
+struct pvscsi_queue {
+	struct pvscsi_adapter *a;
+	u32 index;
+	int irq;		/* its vector's; queue 0's also carries msgs */
+
+	/* shared with the device */
+	struct pvscsi_req_desc *req_ring;
+	dma_addr_t req_ring_dma;
+	struct pvscsi_cmp_desc *cmp_ring;
+	dma_addr_t cmp_ring_dma;
+	__le32 *req_prod_idx;
+	__le32 *req_cons_idx;
+	__le32 *req_call_threshold;
+	__le32 *cmp_prod_idx;
+	__le32 *cmp_cons_idx;
+	__le32 *cmp_event_idx;
+	u32 kick_reg;		/* its doorbell register */
+
+	/*
+	 * submit_lock guards req_prod, submit_seq, kick_pending, the request
+	 * ring slots, *req_prod_idx and the adapter's resetting and
+	 * no_rings (written under every queue's submit_lock).
+	 */
+	spinlock_t submit_lock;
+	u32 req_prod;
+	u32 submit_seq;		/* high half of the next context */
+	u32 kick_pending;	/* PVSCSI_KICK_* not yet rung */
+
+	/* cmp_lock guards cmp_cons and *cmp_cons_idx, *cmp_event_idx */
+	spinlock_t cmp_lock;
+	u32 cmp_cons;
+
+	struct pvscsi_qstats stats;
+};
+
+struct pvscsi_stats {
 	/* msg_lock */
 	u64 msgs;
 	u64 bogus_msgs;
@@ -207,15 +265,13 @@ struct pvscsi_adapter {
 	 * (probe, host reset), read under cmp_lock.
 	 */
 	bool use_event_idx;
-	int irq;
+	u32 nr_queues;		/* fixed at probe: 1, or what MULTIQUEUE gave */
+	u32 nr_vectors;		/* allocated: nr_queues with MSI-X, else 1 */
+	struct pvscsi_queue q[PVSCSI_EXT_MAX_QUEUES];
 
 	/* shared with the device */
 	struct pvscsi_rings_state *rings_state;
 	dma_addr_t rings_state_dma;
-	struct pvscsi_req_desc *req_ring;
-	dma_addr_t req_ring_dma;
-	struct pvscsi_cmp_desc *cmp_ring;
-	dma_addr_t cmp_ring_dma;
 	struct pvscsi_msg_desc *msg_ring;
 	dma_addr_t msg_ring_dma;
 	u8 *sense;		/* SCSI_SENSE_BUFFERSIZE per tag */
@@ -231,20 +287,9 @@ struct pvscsi_adapter {
 	 */
 	spinlock_t cmd_lock;
 
-	/*
-	 * submit_lock guards req_prod, kick_pending, resetting, the request
-	 * ring slots and rings_state->req_prod_idx.
-	 */
-	spinlock_t submit_lock;
-	u32 req_prod;
-	u32 submit_seq;		/* high half of the next context */
-	u32 kick_pending;	/* PVSCSI_KICK_* not yet rung */
+	/* written under every queue's submit_lock, read under any one */
 	bool resetting;		/* host reset owns the rings */
 	bool no_rings;		/* the device refused SETUP_RINGS at reset */
-
-	/* cmp_lock guards cmp_cons and rings_state->cmp_cons_idx */
-	spinlock_t cmp_lock;
-	u32 cmp_cons;
 
 	/*
 	 * msg_lock guards msg_cons, rings_state->msg_cons_idx and
@@ -402,22 +447,27 @@ static void pvscsi_fill_data(struct pvscsi_adapter *a, struct scsi_cmnd *cmd,
 }
 
 /*
- * submit_lock held: ring the doorbell for what was queued since the last
- * one.  iowrite32() orders the index store before the MMIO write.
+ * q->submit_lock held: ring the queue's doorbell for what was queued
+ * since the last one.  iowrite32() orders the index store before the MMIO
+ * write.
  */
-static void pvscsi_kick_locked(struct pvscsi_adapter *a)
+static void pvscsi_kick_locked(struct pvscsi_queue *q)
 {
-	u32 pending = a->kick_pending;
+	struct pvscsi_adapter *a = q->a;
+	u32 pending = q->kick_pending;
 	u32 cons, threshold;
 
 	if (!pending || a->resetting)
 		return;
-	a->kick_pending = 0;
+	q->kick_pending = 0;
 	if (pending & PVSCSI_KICK_NON_RW) {
-		/* the device processes the whole ring on either doorbell */
-		pvscsi_write(a, PVSCSI_REG_KICK_NON_RW_IO, 0);
-		a->stats.kicks_non_rw++;
-		a->stats.doorbells++;
+		/*
+		 * the device processes the whole ring on either doorbell
+		 * (the extension's queues have one doorbell for both)
+		 */
+		pvscsi_write(a, q->index ? q->kick_reg : PVSCSI_REG_KICK_NON_RW_IO, 0);
+		q->stats.kicks_non_rw++;
+		q->stats.doorbells++;
 		return;
 	}
 	if (a->use_threshold) {
@@ -433,16 +483,16 @@ static void pvscsi_kick_locked(struct pvscsi_adapter *a)
 		 * guest built without SMP.
 		 */
 		virt_mb();
-		cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
-		threshold = le32_to_cpu(READ_ONCE(a->rings_state->req_call_threshold));
-		if (a->req_prod - cons < threshold) {
-			a->stats.kicks_skipped++;
+		cons = le32_to_cpu(READ_ONCE(*q->req_cons_idx));
+		threshold = le32_to_cpu(READ_ONCE(*q->req_call_threshold));
+		if (q->req_prod - cons < threshold) {
+			q->stats.kicks_skipped++;
 			return;
 		}
 	}
-	pvscsi_write(a, PVSCSI_REG_KICK_RW_IO, 0);
-	a->stats.kicks_rw++;
-	a->stats.doorbells++;
+	pvscsi_write(a, q->kick_reg, 0);
+	q->stats.kicks_rw++;
+	q->stats.doorbells++;
 }
 
 static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
@@ -450,6 +500,9 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	struct pvscsi_adapter *a = shost_priv(shost);
 	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
 	struct scsi_device *sdev = cmd->device;
+	struct request *rq = scsi_cmd_to_rq(cmd);
+	/* blk-mq's hardware queue is ours: below nr_hw_queues = nr_queues */
+	struct pvscsi_queue *q = &a->q[rq->mq_hctx->queue_num];
 	u32 tag = pvscsi_tag(cmd);
 	struct pvscsi_req_desc *d;
 	unsigned long flags;
@@ -480,29 +533,30 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	 */
 	last = !rw || (cmd->flags & SCMD_LAST);
 
-	spin_lock_irqsave(&a->submit_lock, flags);
+	spin_lock_irqsave(&q->submit_lock, flags);
 	if (unlikely(a->no_rings)) {
 		/* nothing would ever complete it: fail it now */
-		spin_unlock_irqrestore(&a->submit_lock, flags);
+		spin_unlock_irqrestore(&q->submit_lock, flags);
 		scsi_dma_unmap(cmd);
 		cmd->result = DID_NO_CONNECT << 16;
 		scsi_done(cmd);
 		return 0;
 	}
-	prod = a->req_prod;
-	cons = le32_to_cpu(READ_ONCE(a->rings_state->req_cons_idx));
+	prod = q->req_prod;
+	cons = le32_to_cpu(READ_ONCE(*q->req_cons_idx));
 	/* a consumer index ahead of us reads as a full ring: wait */
 	if (unlikely(a->resetting || prod - cons >= a->req_entries)) {
-		a->stats.busy++;
-		pvscsi_kick_locked(a);
-		spin_unlock_irqrestore(&a->submit_lock, flags);
+		q->stats.busy++;
+		pvscsi_kick_locked(q);
+		spin_unlock_irqrestore(&q->submit_lock, flags);
 		scsi_dma_unmap(cmd);
 		return SCSI_MLQUEUE_HOST_BUSY;
 	}
 
-	d = &a->req_ring[prod & (a->req_entries - 1)];
+	d = &q->req_ring[prod & (a->req_entries - 1)];
 	memset(d, 0, sizeof(*d));
-	p->context = ((u64)a->submit_seq++ << 32) | (tag + 1);
+	p->context = ((u64)q->submit_seq++ << 32) | (tag + 1);
+	p->queue = q->index;
 	d->context = cpu_to_le64(p->context);
 	d->flags = cpu_to_le32(dir);
 	d->sense_addr = cpu_to_le64(a->sense_dma + (u64)tag * SCSI_SENSE_BUFFERSIZE);
@@ -519,25 +573,38 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	set_bit(PVSCSI_CMD_INFLIGHT, &p->flags);
 	/* descriptor and SG page before the index that publishes them */
 	dma_wmb();
-	a->req_prod = prod + 1;
-	WRITE_ONCE(a->rings_state->req_prod_idx, cpu_to_le32(prod + 1));
+	q->req_prod = prod + 1;
+	WRITE_ONCE(*q->req_prod_idx, cpu_to_le32(prod + 1));
 	/* from here on cmd may already be complete: do not touch it */
-	a->stats.requests++;
-	a->kick_pending |= rw ? PVSCSI_KICK_RW : PVSCSI_KICK_NON_RW;
+	q->stats.requests++;
+	q->kick_pending |= rw ? PVSCSI_KICK_RW : PVSCSI_KICK_NON_RW;
 	if (last)
-		pvscsi_kick_locked(a);
-	spin_unlock_irqrestore(&a->submit_lock, flags);
+		pvscsi_kick_locked(q);
+	spin_unlock_irqrestore(&q->submit_lock, flags);
 	return 0;
 }
 
 static void pvscsi_commit_rqs(struct Scsi_Host *shost, u16 hwq)
 {
 	struct pvscsi_adapter *a = shost_priv(shost);
+	struct pvscsi_queue *q = &a->q[hwq];
 	unsigned long flags;
 
-	spin_lock_irqsave(&a->submit_lock, flags);
-	pvscsi_kick_locked(a);
-	spin_unlock_irqrestore(&a->submit_lock, flags);
+	spin_lock_irqsave(&q->submit_lock, flags);
+	pvscsi_kick_locked(q);
+	spin_unlock_irqrestore(&q->submit_lock, flags);
+}
+
+/* blk-mq's CPU to hardware queue map: by the vectors' affinity */
+static void pvscsi_map_queues(struct Scsi_Host *shost)
+{
+	struct pvscsi_adapter *a = shost_priv(shost);
+	struct blk_mq_queue_map *map = &shost->tag_set.map[HCTX_TYPE_DEFAULT];
+
+	if (a->nr_vectors > 1)
+		blk_mq_pci_map_queues(map, a->pdev, 0);
+	else
+		blk_mq_map_queues(map);
 }
 
 /* --- completion ---------------------------------------------------------- */
@@ -622,10 +689,11 @@ static void pvscsi_finish(struct pvscsi_adapter *a, struct scsi_cmnd *cmd)
 	scsi_done(cmd);
 }
 
-/* cmp_lock held */
-static void pvscsi_complete_one(struct pvscsi_adapter *a,
+/* q->cmp_lock held */
+static void pvscsi_complete_one(struct pvscsi_queue *q,
 				const struct pvscsi_cmp_desc *e)
 {
+	struct pvscsi_adapter *a = q->a;
 	u64 context = le64_to_cpu(e->context);
 	u16 sdstat = le16_to_cpu(e->scsi_status);
 	u32 sense_len = le32_to_cpu(e->sense_len);
@@ -634,7 +702,7 @@ static void pvscsi_complete_one(struct pvscsi_adapter *a,
 
 	cmd = pvscsi_claim(a, context);
 	if (!cmd) {
-		a->stats.bogus_completions++;
+		q->stats.bogus_completions++;
 		dev_warn_ratelimited(&a->pdev->dev,
 				     "completion with unknown context %#llx ignored\n",
 				     context);
@@ -649,12 +717,6 @@ static void pvscsi_complete_one(struct pvscsi_adapter *a,
 	pvscsi_finish(a, cmd);
 }
 
-/* the completion event index, in the rings state page after its fields */
-static __le32 *pvscsi_cmp_event(struct pvscsi_adapter *a)
-{
-	return (__le32 *)((u8 *)a->rings_state + PVSCSI_EXT_CMP_EVENT_OFFSET);
-}
-
 /*
  * Reap at most @budget completions; returns the number reaped and sets
  * *more when the device has published others.  cmp_lock held.
@@ -665,18 +727,18 @@ static __le32 *pvscsi_cmp_event(struct pvscsi_adapter *a)
  * consumer index goes back to the device after each batch, so a device
  * that waits for free completion slots (ours does) can go on at once.
  */
-static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
+static u32 pvscsi_reap_locked(struct pvscsi_queue *q, u32 budget, bool *more)
 {
-	struct pvscsi_rings_state *s = a->rings_state;
-	u32 cons = a->cmp_cons, prod, n = 0;
+	struct pvscsi_adapter *a = q->a;
+	u32 cons = q->cmp_cons, prod, n = 0;
 	struct pvscsi_cmp_desc e;
 	bool armed = false;
 
 	for (;;) {
-		prod = le32_to_cpu(READ_ONCE(s->cmp_prod_idx));
+		prod = le32_to_cpu(READ_ONCE(*q->cmp_prod_idx));
 		if (unlikely(prod - cons > a->cmp_entries)) {
 			/* more completions than slots: the index is garbage */
-			a->stats.bogus_completions++;
+			q->stats.bogus_completions++;
 			dev_warn_ratelimited(&a->pdev->dev,
 					     "completion producer %u vs consumer %u ignored\n",
 					     prod, cons);
@@ -690,7 +752,7 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 			 * publishes, then reads the index): what came
 			 * meanwhile may have no interrupt, so it is reaped now.
 			 */
-			WRITE_ONCE(*pvscsi_cmp_event(a), cpu_to_le32(cons));
+			WRITE_ONCE(*q->cmp_event_idx, cpu_to_le32(cons));
 			/* the index stored before cmpProdIdx is loaded again */
 			virt_mb();
 			armed = true;
@@ -702,37 +764,47 @@ static u32 pvscsi_reap_locked(struct pvscsi_adapter *a, u32 budget, bool *more)
 		dma_rmb();
 		while (cons != prod && n < budget) {
 			/* one copy: the device cannot change what we validated */
-			memcpy(&e, &a->cmp_ring[cons & (a->cmp_entries - 1)], sizeof(e));
-			pvscsi_complete_one(a, &e);
+			memcpy(&e, &q->cmp_ring[cons & (a->cmp_entries - 1)], sizeof(e));
+			pvscsi_complete_one(q, &e);
 			cons++;
 			n++;
 		}
 		/* finish reading the slots before handing them back */
 		mb();
-		a->cmp_cons = cons;
-		WRITE_ONCE(s->cmp_cons_idx, cpu_to_le32(cons));
+		q->cmp_cons = cons;
+		WRITE_ONCE(*q->cmp_cons_idx, cpu_to_le32(cons));
 		armed = false;
 	}
-	a->stats.completions += n;
+	q->stats.completions += n;
 	*more = cons != prod;
 	return n;
 }
 
-static bool pvscsi_reap(struct pvscsi_adapter *a, u32 budget, bool from_irq)
+static bool pvscsi_reap(struct pvscsi_queue *q, u32 budget, bool from_irq)
 {
 	unsigned long flags;
 	bool more;
 	u32 n;
 
-	spin_lock_irqsave(&a->cmp_lock, flags);
-	n = pvscsi_reap_locked(a, budget, &more);
+	spin_lock_irqsave(&q->cmp_lock, flags);
+	n = pvscsi_reap_locked(q, budget, &more);
 	if (from_irq) {
-		a->stats.interrupts++;
-		if (n > a->stats.cmpl_per_irq_max)
-			a->stats.cmpl_per_irq_max = n;
+		q->stats.interrupts++;
+		if (n > q->stats.cmpl_per_irq_max)
+			q->stats.cmpl_per_irq_max = n;
 	}
-	spin_unlock_irqrestore(&a->cmp_lock, flags);
+	spin_unlock_irqrestore(&q->cmp_lock, flags);
 	return more;
+}
+
+/* every queue until none has more (the error handlers) */
+static void pvscsi_reap_all(struct pvscsi_adapter *a)
+{
+	u32 i;
+
+	for (i = 0; i < a->nr_queues; i++)
+		while (pvscsi_reap(&a->q[i], UINT_MAX, false))
+			;
 }
 
 static bool pvscsi_msg_pending(struct pvscsi_adapter *a)
@@ -742,9 +814,14 @@ static bool pvscsi_msg_pending(struct pvscsi_adapter *a)
 	return prod != READ_ONCE(a->msg_cons);
 }
 
+/*
+ * A queue's vector (every queue has one: pvscsi_alloc_vectors()); queue
+ * 0's also stands for the message ring.
+ */
 static irqreturn_t pvscsi_isr(int irq, void *data)
 {
-	struct pvscsi_adapter *a = data;
+	struct pvscsi_queue *q = data;
+	struct pvscsi_adapter *a = q->a;
 	u32 status;
 
 	if (a->irq_kind == PVSCSI_IRQ_INTX) {
@@ -754,9 +831,9 @@ static irqreturn_t pvscsi_isr(int irq, void *data)
 			return IRQ_NONE;
 		pvscsi_write(a, PVSCSI_REG_INTR_STATUS, status);
 	}
-	if (a->use_msg && pvscsi_msg_pending(a))
+	if (!q->index && a->use_msg && pvscsi_msg_pending(a))
 		queue_work(system_long_wq, &a->msg_work);
-	if (pvscsi_reap(a, cmp_budget, true))
+	if (pvscsi_reap(q, cmp_budget, true))
 		return IRQ_WAKE_THREAD;
 	return IRQ_HANDLED;
 }
@@ -764,9 +841,9 @@ static irqreturn_t pvscsi_isr(int irq, void *data)
 /* what did not fit in the hard interrupt's budget */
 static irqreturn_t pvscsi_isr_thread(int irq, void *data)
 {
-	struct pvscsi_adapter *a = data;
+	struct pvscsi_queue *q = data;
 
-	while (pvscsi_reap(a, cmp_budget, false))
+	while (pvscsi_reap(q, cmp_budget, false))
 		cond_resched();
 	return IRQ_HANDLED;
 }
@@ -873,6 +950,7 @@ static void pvscsi_msg_work(struct work_struct *work)
 static void pvscsi_build_setup_cmd(struct pvscsi_adapter *a)
 {
 	struct pvscsi_cmd_setup_rings *cmd = &a->setup_cmd;
+	struct pvscsi_queue *q = &a->q[0];
 	u32 i;
 
 	memset(cmd, 0, sizeof(*cmd));
@@ -880,9 +958,43 @@ static void pvscsi_build_setup_cmd(struct pvscsi_adapter *a)
 	cmd->cmp_ring_num_pages = cpu_to_le32(a->cmp_pages);
 	cmd->rings_state_ppn = cpu_to_le64(a->rings_state_dma >> PVSCSI_PAGE_SHIFT);
 	for (i = 0; i < a->req_pages; i++)
-		cmd->req_ring_ppns[i] = cpu_to_le64((a->req_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+		cmd->req_ring_ppns[i] = cpu_to_le64((q->req_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
 	for (i = 0; i < a->cmp_pages; i++)
-		cmd->cmp_ring_ppns[i] = cpu_to_le64((a->cmp_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+		cmd->cmp_ring_ppns[i] = cpu_to_le64((q->cmp_ring_dma >> PVSCSI_PAGE_SHIFT) + i);
+}
+
+/*
+ * EXT_SETUP_QUEUES for queues 1..nr_queues-1, in order, after SETUP_RINGS.
+ * A refusal leaves the adapter unusable as set up (blk-mq has that many
+ * hardware queues): the caller treats it as a refused SETUP_RINGS.
+ */
+static int pvscsi_setup_queues(struct pvscsi_adapter *a)
+{
+	struct pvscsi_cmd_ext_setup_queue c;
+	u32 i, j, status;
+
+	for (i = 1; i < a->nr_queues; i++) {
+		struct pvscsi_queue *q = &a->q[i];
+
+		memset(&c, 0, sizeof(c));
+		c.magic = cpu_to_le32(PVSCSI_EXT_QUERY_MAGIC);
+		c.queue = cpu_to_le32(i);
+		c.req_ring_num_pages = cpu_to_le32(a->req_pages);
+		c.cmp_ring_num_pages = cpu_to_le32(a->cmp_pages);
+		for (j = 0; j < a->req_pages; j++)
+			c.req_ring_ppns[j] =
+				cpu_to_le64((q->req_ring_dma >> PVSCSI_PAGE_SHIFT) + j);
+		for (j = 0; j < a->cmp_pages; j++)
+			c.cmp_ring_ppns[j] =
+				cpu_to_le64((q->cmp_ring_dma >> PVSCSI_PAGE_SHIFT) + j);
+		status = pvscsi_command(a, PVSCSI_CMD_EXT_SETUP_QUEUES, &c, sizeof(c));
+		if (status) {
+			dev_err(&a->pdev->dev, "the device refused queue %u (status %#x)\n",
+				i, status);
+			return -EIO;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -899,7 +1011,7 @@ static int pvscsi_setup_rings(struct pvscsi_adapter *a)
 
 	status = pvscsi_command(a, PVSCSI_CMD_SETUP_RINGS, &a->setup_cmd,
 				sizeof(a->setup_cmd));
-	if (status == PVSCSI_STATUS_UNSUPPORTED)
+	if (status == PVSCSI_STATUS_UNSUPPORTED || pvscsi_setup_queues(a))
 		return -EIO;
 
 	a->use_threshold = false;
@@ -919,7 +1031,8 @@ static int pvscsi_setup_rings(struct pvscsi_adapter *a)
 			.features = cpu_to_le32(PVSCSI_EXT_FEAT_INTR_MODERATION),
 		};
 
-		WRITE_ONCE(*pvscsi_cmp_event(a), cpu_to_le32(a->cmp_cons));
+		for (i = 0; i < a->nr_queues; i++)
+			WRITE_ONCE(*a->q[i].cmp_event_idx, cpu_to_le32(a->q[i].cmp_cons));
 		status = pvscsi_command(a, PVSCSI_CMD_EXT_SET_FEATURES, &f, sizeof(f));
 		a->use_event_idx = status == 0;
 		if (!a->use_event_idx)
@@ -989,11 +1102,26 @@ static void pvscsi_query_ext(struct pvscsi_adapter *a)
 			 status);
 		return;
 	}
-	/* multi-queue arrives with a later driver version; stay plain */
-	dev_info(&a->pdev->dev,
-		 "vhost-pvscsi extension v%u, %u queues, features %#x: using the plain ABI\n",
+	dev_info(&a->pdev->dev, "vhost-pvscsi extension v%u, %u queues, features %#x\n",
 		 PVSCSI_EXT_STATUS_VERSION(status), PVSCSI_EXT_STATUS_QUEUES(status),
 		 PVSCSI_EXT_STATUS_FEATURES(status));
+}
+
+/*
+ * How many queues: one, unless the device offers MULTIQUEUE; then one per
+ * online CPU or the queues parameter, at most what it offers (a bogus
+ * count is bounded by the ABI's maximum).
+ */
+static u32 pvscsi_want_queues(struct pvscsi_adapter *a)
+{
+	u32 st = a->ext_status, n;
+
+	if (!PVSCSI_EXT_STATUS_VALID(st) ||
+	    !(PVSCSI_EXT_STATUS_FEATURES(st) & PVSCSI_EXT_FEAT_MULTIQUEUE))
+		return 1;
+	n = queues ?: num_online_cpus();
+	n = min3(n, PVSCSI_EXT_STATUS_QUEUES(st), (u32)PVSCSI_EXT_MAX_QUEUES);
+	return max(n, 1u);
 }
 
 /* --- error handling -------------------------------------------------------- */
@@ -1012,35 +1140,47 @@ static bool pvscsi_inflight(struct scsi_cmnd *cmd)
 }
 
 /*
- * Under cmp_lock: a completion clears the in-flight bit before it calls
- * scsi_done(), both under that lock.  Seen without it, a clear bit could
- * belong to a completion still running, and the EH would hand the
- * command back while scsi_done() is yet to come.
+ * Under the command's queue's cmp_lock: a completion clears the in-flight
+ * bit before it calls scsi_done(), both under that lock.  Seen without
+ * it, a clear bit could belong to a completion still running, and the EH
+ * would hand the command back while scsi_done() is yet to come.  A
+ * command's queue is written before its in-flight bit is set; one whose
+ * bit is clear under a lock that is not its queue's is looked at again
+ * under the right one.
  */
-static bool pvscsi_pending(struct pvscsi_adapter *a, const struct pvscsi_match *m)
+static bool pvscsi_pending_on(struct pvscsi_queue *q, const struct pvscsi_match *m)
 {
+	struct pvscsi_adapter *a = q->a;
 	struct scsi_cmnd *cmd;
 	unsigned long flags;
 	bool found = false;
 	int tag;
 
-	spin_lock_irqsave(&a->cmp_lock, flags);
-	if (m->cmd) {
-		found = pvscsi_inflight(m->cmd);
-		goto out;
-	}
+	spin_lock_irqsave(&q->cmp_lock, flags);
 	/* EH only: a walk over the tags is fine here, never in the I/O path */
 	for (tag = 0; tag < a->req_entries; tag++) {
-		cmd = scsi_host_find_tag(a->shost, tag);
-		if (cmd && pvscsi_inflight(cmd) &&
-		    (m->any || cmd->device == m->sdev)) {
+		cmd = m->cmd ?: scsi_host_find_tag(a->shost, tag);
+		if (cmd && READ_ONCE(((struct pvscsi_cmd_priv *)scsi_cmd_priv(cmd))->queue) ==
+		    q->index && pvscsi_inflight(cmd) &&
+		    (m->cmd || m->any || cmd->device == m->sdev)) {
 			found = true;
 			break;
 		}
+		if (m->cmd)
+			break;
 	}
-out:
-	spin_unlock_irqrestore(&a->cmp_lock, flags);
+	spin_unlock_irqrestore(&q->cmp_lock, flags);
 	return found;
+}
+
+static bool pvscsi_pending(struct pvscsi_adapter *a, const struct pvscsi_match *m)
+{
+	u32 i;
+
+	for (i = 0; i < a->nr_queues; i++)
+		if (pvscsi_pending_on(&a->q[i], m))
+			return true;
+	return false;
 }
 
 /*
@@ -1054,8 +1194,7 @@ static int pvscsi_wait_returned(struct pvscsi_adapter *a,
 	unsigned long end = jiffies + msecs_to_jiffies(PVSCSI_EH_TIMEOUT_MS);
 
 	for (;;) {
-		while (pvscsi_reap(a, UINT_MAX, false))
-			;
+		pvscsi_reap_all(a);
 		if (!pvscsi_pending(a, m))
 			return SUCCESS;
 		if (time_after(jiffies, end))
@@ -1075,8 +1214,7 @@ static int pvscsi_eh_abort(struct scsi_cmnd *cmd)
 	atomic64_inc(&a->stats.aborts);
 	scmd_printk(KERN_WARNING, cmd, "abort tag %u op %#x\n", pvscsi_tag(cmd),
 		    cmd->cmnd[0]);
-	while (pvscsi_reap(a, UINT_MAX, false))
-		;
+	pvscsi_reap_all(a);
 	if (!pvscsi_pending(a, &m))
 		return SUCCESS;
 	ab.context = cpu_to_le64(p->context);
@@ -1122,25 +1260,82 @@ static int pvscsi_eh_bus_reset(struct scsi_cmnd *cmd)
 	return pvscsi_wait_returned(a, &m);
 }
 
-static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
+/* resetting and no_rings change under every queue's submit_lock */
+static void pvscsi_set_submit(struct pvscsi_adapter *a, bool resetting,
+			      bool no_rings)
 {
-	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	unsigned long flags;
+	u32 i;
+
+	for (i = 0; i < a->nr_queues; i++) {
+		struct pvscsi_queue *q = &a->q[i];
+
+		spin_lock_irqsave(&q->submit_lock, flags);
+		a->resetting = resetting;
+		a->no_rings = no_rings;
+		if (resetting) {
+			q->kick_pending = 0;
+			q->req_prod = 0;
+		}
+		spin_unlock_irqrestore(&q->submit_lock, flags);
+	}
+}
+
+static void pvscsi_sync_irqs(struct pvscsi_adapter *a)
+{
+	u32 i;
+
+	for (i = 0; i < a->nr_vectors; i++)
+		synchronize_irq(a->q[i].irq);
+}
+
+/*
+ * After ADAPTER_RESET: reap what the device posted before it, then fail
+ * back what it did not return (it has forgotten it).  Under each queue's
+ * cmp_lock for its own commands.
+ */
+static int pvscsi_fail_back(struct pvscsi_queue *q)
+{
+	struct pvscsi_adapter *a = q->a;
 	struct pvscsi_cmd_priv *p;
 	struct scsi_cmnd *c;
 	unsigned long flags;
 	int tag, failed = 0;
-	bool more, no_rings;
+	bool more;
+
+	spin_lock_irqsave(&q->cmp_lock, flags);
+	pvscsi_reap_locked(q, UINT_MAX, &more);
+	for (tag = 0; tag < a->req_entries; tag++) {
+		c = scsi_host_find_tag(a->shost, tag);
+		if (!c)
+			continue;
+		p = scsi_cmd_priv(c);
+		if (READ_ONCE(p->queue) != q->index ||
+		    !test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+			continue;
+		c->result = DID_RESET << 16;
+		pvscsi_finish(a, c);
+		failed++;
+	}
+	q->cmp_cons = 0;
+	spin_unlock_irqrestore(&q->cmp_lock, flags);
+	return failed;
+}
+
+static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_adapter *a = shost_priv(cmd->device->host);
+	int failed = 0;
+	bool no_rings;
+	u32 i;
 
 	atomic64_inc(&a->stats.host_resets);
 	shost_printk(KERN_INFO, a->shost, "host reset\n");
 
 	/* no new descriptors while the rings are torn down */
-	spin_lock_irqsave(&a->submit_lock, flags);
-	a->resetting = true;
-	a->kick_pending = 0;
-	spin_unlock_irqrestore(&a->submit_lock, flags);
+	pvscsi_set_submit(a, true, a->no_rings);
 	pvscsi_mask_intr(a);
-	synchronize_irq(a->irq);
+	pvscsi_sync_irqs(a);
 	mutex_lock(&a->msg_lock);
 
 	/*
@@ -1150,27 +1345,10 @@ static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
 	 * completions posted in between; after it the ring is stable.
 	 */
 	pvscsi_adapter_reset(a);
-	spin_lock_irqsave(&a->cmp_lock, flags);
-	pvscsi_reap_locked(a, UINT_MAX, &more);
-	/* whatever the device did not return, it has now forgotten */
-	for (tag = 0; tag < a->req_entries; tag++) {
-		c = scsi_host_find_tag(a->shost, tag);
-		if (!c)
-			continue;
-		p = scsi_cmd_priv(c);
-		if (!test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
-			continue;
-		c->result = DID_RESET << 16;
-		pvscsi_finish(a, c);
-		failed++;
-	}
+	for (i = 0; i < a->nr_queues; i++)
+		failed += pvscsi_fail_back(&a->q[i]);
 	memset(a->rings_state, 0, PVSCSI_PAGE_SIZE);
-	a->cmp_cons = 0;
-	spin_unlock_irqrestore(&a->cmp_lock, flags);
 	WRITE_ONCE(a->msg_cons, 0);
-	spin_lock_irqsave(&a->submit_lock, flags);
-	a->req_prod = 0;
-	spin_unlock_irqrestore(&a->submit_lock, flags);
 
 	/*
 	 * Without rings nothing submitted could ever complete: until a later
@@ -1178,10 +1356,7 @@ static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
 	 * failure, so the midlayer does not retry into a dead adapter.
 	 */
 	no_rings = pvscsi_setup_rings(a) != 0;
-	spin_lock_irqsave(&a->submit_lock, flags);
-	a->no_rings = no_rings;
-	a->resetting = false;
-	spin_unlock_irqrestore(&a->submit_lock, flags);
+	pvscsi_set_submit(a, false, no_rings);
 	mutex_unlock(&a->msg_lock);
 	pvscsi_unmask_intr(a);
 	if (no_rings) {
@@ -1224,12 +1399,28 @@ enum pvscsi_attr_id {
 	PVSCSI_A_EXT_STATUS,
 	PVSCSI_A_EXT,
 	PVSCSI_A_EVENT_IDX,
+	PVSCSI_A_QUEUES,
 };
 
 struct pvscsi_attr {
 	struct device_attribute dattr;
 	enum pvscsi_attr_id id;
 };
+
+/* a queue counter, summed over the queues (the maximum for *_max) */
+static u64 pvscsi_qsum(struct pvscsi_adapter *a, size_t off, bool max)
+{
+	u64 v = 0, x;
+	u32 i;
+
+	for (i = 0; i < a->nr_queues; i++) {
+		x = READ_ONCE(*(u64 *)((u8 *)&a->q[i].stats + off));
+		v = max ? max(v, x) : v + x;
+	}
+	return v;
+}
+
+#define PVSCSI_QSUM(a, f) pvscsi_qsum(a, offsetof(struct pvscsi_qstats, f), false)
 
 /*
  * Counters are read without their lock (see struct pvscsi_stats): a
@@ -1240,16 +1431,18 @@ static u64 pvscsi_attr_value(struct pvscsi_adapter *a, enum pvscsi_attr_id id)
 	struct pvscsi_stats *st = &a->stats;
 
 	switch (id) {
-	case PVSCSI_A_REQUESTS: return READ_ONCE(st->requests);
-	case PVSCSI_A_DOORBELLS: return READ_ONCE(st->doorbells);
-	case PVSCSI_A_KICKS_RW: return READ_ONCE(st->kicks_rw);
-	case PVSCSI_A_KICKS_NON_RW: return READ_ONCE(st->kicks_non_rw);
-	case PVSCSI_A_KICKS_SKIPPED: return READ_ONCE(st->kicks_skipped);
-	case PVSCSI_A_BUSY: return READ_ONCE(st->busy);
-	case PVSCSI_A_INTERRUPTS: return READ_ONCE(st->interrupts);
-	case PVSCSI_A_COMPLETIONS: return READ_ONCE(st->completions);
-	case PVSCSI_A_CMPL_PER_IRQ_MAX: return READ_ONCE(st->cmpl_per_irq_max);
-	case PVSCSI_A_BOGUS_COMPLETIONS: return READ_ONCE(st->bogus_completions);
+	case PVSCSI_A_REQUESTS: return PVSCSI_QSUM(a, requests);
+	case PVSCSI_A_DOORBELLS: return PVSCSI_QSUM(a, doorbells);
+	case PVSCSI_A_KICKS_RW: return PVSCSI_QSUM(a, kicks_rw);
+	case PVSCSI_A_KICKS_NON_RW: return PVSCSI_QSUM(a, kicks_non_rw);
+	case PVSCSI_A_KICKS_SKIPPED: return PVSCSI_QSUM(a, kicks_skipped);
+	case PVSCSI_A_BUSY: return PVSCSI_QSUM(a, busy);
+	case PVSCSI_A_INTERRUPTS: return PVSCSI_QSUM(a, interrupts);
+	case PVSCSI_A_COMPLETIONS: return PVSCSI_QSUM(a, completions);
+	case PVSCSI_A_CMPL_PER_IRQ_MAX:
+		return pvscsi_qsum(a, offsetof(struct pvscsi_qstats, cmpl_per_irq_max), true);
+	case PVSCSI_A_BOGUS_COMPLETIONS: return PVSCSI_QSUM(a, bogus_completions);
+	case PVSCSI_A_QUEUES: return a->nr_queues;
 	case PVSCSI_A_MSGS: return READ_ONCE(st->msgs);
 	case PVSCSI_A_BOGUS_MSGS: return READ_ONCE(st->bogus_msgs);
 	case PVSCSI_A_ABORTS: return atomic64_read(&st->aborts);
@@ -1319,6 +1512,7 @@ static struct pvscsi_attr pvscsi_attr_table[] = {
 	PVSCSI_ATTR(max_targets, PVSCSI_A_MAX_TARGETS),
 	PVSCSI_ATTR(req_ring_entries, PVSCSI_A_REQ_RING_ENTRIES),
 	PVSCSI_ATTR(cmp_ring_entries, PVSCSI_A_CMP_RING_ENTRIES),
+	PVSCSI_ATTR(queues, PVSCSI_A_QUEUES),
 	PVSCSI_ATTR(irq_mode, PVSCSI_A_IRQ_MODE),
 	PVSCSI_ATTR(ext_status, PVSCSI_A_EXT_STATUS),
 	PVSCSI_ATTR(ext, PVSCSI_A_EXT),
@@ -1345,6 +1539,7 @@ static struct scsi_host_template pvscsi_template = {
 	.proc_name		= KBUILD_MODNAME,
 	.queuecommand		= pvscsi_queuecommand,
 	.commit_rqs		= pvscsi_commit_rqs,
+	.map_queues		= pvscsi_map_queues,
 	.change_queue_depth	= scsi_change_queue_depth,
 	.eh_abort_handler	= pvscsi_eh_abort,
 	.eh_device_reset_handler = pvscsi_eh_device_reset,
@@ -1398,35 +1593,76 @@ static int pvscsi_alloc_sg(struct pvscsi_adapter *a)
 
 static void pvscsi_free_rings(struct pvscsi_adapter *a)
 {
+	u32 i;
+
 	pvscsi_dma_free(a, a->msg_pages * PVSCSI_PAGE_SIZE, a->msg_ring,
 			a->msg_ring_dma);
-	pvscsi_dma_free(a, a->cmp_pages * PVSCSI_PAGE_SIZE, a->cmp_ring,
-			a->cmp_ring_dma);
-	pvscsi_dma_free(a, a->req_pages * PVSCSI_PAGE_SIZE, a->req_ring,
-			a->req_ring_dma);
+	for (i = 0; i < PVSCSI_EXT_MAX_QUEUES; i++) {
+		struct pvscsi_queue *q = &a->q[i];
+
+		pvscsi_dma_free(a, a->cmp_pages * PVSCSI_PAGE_SIZE, q->cmp_ring,
+				q->cmp_ring_dma);
+		pvscsi_dma_free(a, a->req_pages * PVSCSI_PAGE_SIZE, q->req_ring,
+				q->req_ring_dma);
+		q->cmp_ring = NULL;
+		q->req_ring = NULL;
+	}
 	pvscsi_dma_free(a, PVSCSI_PAGE_SIZE, a->rings_state, a->rings_state_dma);
 	pvscsi_dma_free(a, (size_t)a->req_entries * SCSI_SENSE_BUFFERSIZE,
 			a->sense, a->sense_dma);
 	a->msg_ring = NULL;
-	a->cmp_ring = NULL;
-	a->req_ring = NULL;
 	a->rings_state = NULL;
 	a->sense = NULL;
 }
 
+/* where queue @q's indices and doorbell are (the rings state page is there) */
+static void pvscsi_queue_indices(struct pvscsi_adapter *a, struct pvscsi_queue *q)
+{
+	struct pvscsi_rings_state *rs = a->rings_state;
+	struct pvscsi_ext_queue_state *qs;
+
+	if (!q->index) {
+		q->req_prod_idx = &rs->req_prod_idx;
+		q->req_cons_idx = &rs->req_cons_idx;
+		q->req_call_threshold = &rs->req_call_threshold;
+		q->cmp_prod_idx = &rs->cmp_prod_idx;
+		q->cmp_cons_idx = &rs->cmp_cons_idx;
+		q->cmp_event_idx = (__le32 *)((u8 *)rs + PVSCSI_EXT_CMP_EVENT_OFFSET);
+		q->kick_reg = PVSCSI_REG_KICK_RW_IO;
+		return;
+	}
+	qs = (void *)((u8 *)rs + PVSCSI_EXT_QUEUE_STATE_OFFSET(q->index));
+	q->req_prod_idx = &qs->req_prod_idx;
+	q->req_cons_idx = &qs->req_cons_idx;
+	q->req_call_threshold = &qs->req_call_threshold;
+	q->cmp_prod_idx = &qs->cmp_prod_idx;
+	q->cmp_cons_idx = &qs->cmp_cons_idx;
+	q->cmp_event_idx = &qs->cmp_event_idx;
+	q->kick_reg = PVSCSI_EXT_REG_KICK(q->index);
+}
+
 static int pvscsi_alloc_rings(struct pvscsi_adapter *a)
 {
+	u32 i;
+
 	if (pvscsi_inject(a, PVSCSI_FAIL_RINGS))
 		return -ENOMEM;
 	a->rings_state = pvscsi_dma_alloc(a, PVSCSI_PAGE_SIZE, &a->rings_state_dma);
-	a->req_ring = pvscsi_dma_alloc(a, a->req_pages * PVSCSI_PAGE_SIZE,
-				       &a->req_ring_dma);
-	a->cmp_ring = pvscsi_dma_alloc(a, a->cmp_pages * PVSCSI_PAGE_SIZE,
-				       &a->cmp_ring_dma);
 	a->sense = pvscsi_dma_alloc(a, (size_t)a->req_entries * SCSI_SENSE_BUFFERSIZE,
 				    &a->sense_dma);
-	if (!a->rings_state || !a->req_ring || !a->cmp_ring || !a->sense)
+	if (!a->rings_state || !a->sense)
 		return -ENOMEM;
+	for (i = 0; i < a->nr_queues; i++) {
+		struct pvscsi_queue *q = &a->q[i];
+
+		q->req_ring = pvscsi_dma_alloc(a, a->req_pages * PVSCSI_PAGE_SIZE,
+					       &q->req_ring_dma);
+		q->cmp_ring = pvscsi_dma_alloc(a, a->cmp_pages * PVSCSI_PAGE_SIZE,
+					       &q->cmp_ring_dma);
+		if (!q->req_ring || !q->cmp_ring)
+			return -ENOMEM;
+		pvscsi_queue_indices(a, q);
+	}
 	if (a->msg_pages) {
 		a->msg_ring = pvscsi_dma_alloc(a, a->msg_pages * PVSCSI_PAGE_SIZE,
 					       &a->msg_ring_dma);
@@ -1436,45 +1672,80 @@ static int pvscsi_alloc_rings(struct pvscsi_adapter *a)
 	return 0;
 }
 
-static int pvscsi_setup_irq(struct pvscsi_adapter *a)
+/*
+ * Interrupt vectors, before the rings: a vector per queue needs MSI-X
+ * (PCI_IRQ_AFFINITY spreads them over the CPUs, and blk-mq maps each
+ * CPU's requests to the queue whose vector is its own); without as many
+ * as the queues, one queue.
+ */
+static int pvscsi_alloc_vectors(struct pvscsi_adapter *a)
 {
 	static const unsigned int types[] = {
 		PCI_IRQ_MSIX | PCI_IRQ_MSI | PCI_IRQ_INTX,
 		PCI_IRQ_MSIX, PCI_IRQ_MSI, PCI_IRQ_INTX,
 	};
+	struct irq_affinity desc = {};
 	struct pci_dev *pdev = a->pdev;
-	unsigned long flags = 0;
-	int ret;
+	int ret = -ENOSPC;
 
 	if (pvscsi_inject(a, PVSCSI_FAIL_VECTORS))
 		return -ENOSPC;
-	ret = pci_alloc_irq_vectors(pdev, 1, 1, types[irq_mode]);
-	if (ret < 0)
-		return ret;
-	if (pdev->msix_enabled) {
-		a->irq_kind = PVSCSI_IRQ_MSIX;
-	} else if (pdev->msi_enabled) {
-		a->irq_kind = PVSCSI_IRQ_MSI;
-	} else {
-		a->irq_kind = PVSCSI_IRQ_INTX;
-		flags = IRQF_SHARED;
+	if (a->nr_queues > 1 && irq_mode <= 1)
+		ret = pci_alloc_irq_vectors_affinity(pdev, a->nr_queues, a->nr_queues,
+						     PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+						     &desc);
+	if (ret < 0) {
+		if (a->nr_queues > 1)
+			dev_info(&pdev->dev, "no MSI-X vector for each of %u queues: one queue\n",
+				 a->nr_queues);
+		a->nr_queues = 1;
+		ret = pci_alloc_irq_vectors(pdev, 1, 1, types[irq_mode]);
+		if (ret < 0)
+			return ret;
 	}
-	a->irq = pci_irq_vector(pdev, 0);
-	if (pvscsi_inject(a, PVSCSI_FAIL_REQUEST_IRQ))
-		ret = -EBUSY;
+	a->nr_vectors = ret;
+	if (pdev->msix_enabled)
+		a->irq_kind = PVSCSI_IRQ_MSIX;
+	else if (pdev->msi_enabled)
+		a->irq_kind = PVSCSI_IRQ_MSI;
 	else
-		ret = request_threaded_irq(a->irq, pvscsi_isr, pvscsi_isr_thread,
-					   flags, KBUILD_MODNAME, a);
-	if (ret) {
-		pci_free_irq_vectors(pdev);
-		return ret;
+		a->irq_kind = PVSCSI_IRQ_INTX;
+	return 0;
+}
+
+static void pvscsi_free_irqs(struct pvscsi_adapter *a, u32 n)
+{
+	while (n--)
+		free_irq(a->q[n].irq, &a->q[n]);
+}
+
+/* a handler per vector, queue q's on vector q; after the rings */
+static int pvscsi_request_irqs(struct pvscsi_adapter *a)
+{
+	unsigned long flags = a->irq_kind == PVSCSI_IRQ_INTX ? IRQF_SHARED : 0;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < a->nr_vectors; i++) {
+		struct pvscsi_queue *q = &a->q[i];
+
+		q->irq = pci_irq_vector(a->pdev, i);
+		if (pvscsi_inject(a, PVSCSI_FAIL_REQUEST_IRQ))
+			ret = -EBUSY;
+		else
+			ret = request_threaded_irq(q->irq, pvscsi_isr, pvscsi_isr_thread,
+						   flags, KBUILD_MODNAME, q);
+		if (ret) {
+			pvscsi_free_irqs(a, i);
+			return ret;
+		}
 	}
 	return 0;
 }
 
 static void pvscsi_free_irq(struct pvscsi_adapter *a)
 {
-	free_irq(a->irq, a);
+	pvscsi_free_irqs(a, a->nr_vectors);
 	pci_free_irq_vectors(a->pdev);
 }
 
@@ -1533,6 +1804,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	struct pvscsi_adapter *a;
 	struct Scsi_Host *shost;
 	int ret, bar;
+	u32 i;
 
 	ret = pci_enable_device(pdev);
 	if (ret)
@@ -1567,8 +1839,12 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	a->pdev = pdev;
 	a->shost = shost;
 	spin_lock_init(&a->cmd_lock);
-	spin_lock_init(&a->submit_lock);
-	spin_lock_init(&a->cmp_lock);
+	for (i = 0; i < PVSCSI_EXT_MAX_QUEUES; i++) {
+		a->q[i].a = a;
+		a->q[i].index = i;
+		spin_lock_init(&a->q[i].submit_lock);
+		spin_lock_init(&a->q[i].cmp_lock);
+	}
 	mutex_init(&a->msg_lock);
 	INIT_WORK(&a->msg_work, pvscsi_msg_work);
 
@@ -1580,6 +1856,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pvscsi_mask_intr(a);
 	pvscsi_query_ext(a);
 	a->max_targets = pvscsi_query_targets(a);
+	a->nr_queues = pvscsi_want_queues(a);
 
 	a->req_pages = ring_pages;
 	a->req_entries = a->req_pages * PVSCSI_REQ_DESCS_PER_PAGE;
@@ -1597,6 +1874,14 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	shost->max_cmd_len = PVSCSI_MAX_CDB_LEN;
 	shost->unique_id = (pci_domain_nr(pdev->bus) << 16) | pci_dev_id(pdev);
 
+	ret = pvscsi_alloc_vectors(a);
+	if (ret) {
+		dev_err(&pdev->dev, "no interrupt (irq_mode=%u): %d\n", irq_mode, ret);
+		goto out_iomap;
+	}
+	/* the queues share the tags: a tag's SG page and sense are the same */
+	shost->nr_hw_queues = a->nr_queues;
+	shost->host_tagset = 1;
 	ret = pvscsi_alloc_rings(a);
 	if (ret)
 		goto out_rings;
@@ -1612,7 +1897,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "the device refused SETUP_RINGS\n");
 		goto out_reset;
 	}
-	ret = pvscsi_setup_irq(a);
+	ret = pvscsi_request_irqs(a);
 	if (ret) {
 		dev_err(&pdev->dev, "no interrupt (irq_mode=%u): %d\n", irq_mode, ret);
 		goto out_reset;
@@ -1628,9 +1913,10 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, shost);
 
 	dev_info(&pdev->dev,
-		 "%u targets, %u requests, %s, msg ring %s, reqCallThreshold %s, ext %s\n",
-		 a->max_targets, a->req_entries, pvscsi_irq_names[a->irq_kind],
-		 a->use_msg ? "on" : "off", a->use_threshold ? "on" : "off",
+		 "%u targets, %u requests, %u queues, %s, msg ring %s, reqCallThreshold %s, ext %s\n",
+		 a->max_targets, a->req_entries, a->nr_queues,
+		 pvscsi_irq_names[a->irq_kind], a->use_msg ? "on" : "off",
+		 a->use_threshold ? "on" : "off",
 		 PVSCSI_EXT_STATUS_VALID(a->ext_status) ? "present" : "absent");
 	scsi_scan_host(shost);
 	return 0;
@@ -1638,7 +1924,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 out_irq:
 	pvscsi_mask_intr(a);
 	pvscsi_stop_msgs(a);
-	pvscsi_free_irq(a);
+	pvscsi_free_irqs(a, a->nr_vectors);
 	cancel_work_sync(&a->msg_work);
 out_reset:
 	/* the device must forget the rings before their memory goes */
@@ -1647,6 +1933,8 @@ out_sg:
 	pvscsi_free_sg(a);
 out_rings:
 	pvscsi_free_rings(a);
+	pci_free_irq_vectors(pdev);
+out_iomap:
 	pci_iounmap(pdev, a->mmio);
 out_host:
 	scsi_host_put(shost);

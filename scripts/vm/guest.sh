@@ -177,7 +177,8 @@ vps_inner_hugepages() {
 }
 
 # vps_inner_start NAME KERNEL INITRD TIMEOUT [QEMU ARGS...]: start an inner
-# guest in the background; its console is /tmp/NAME.console
+# guest in the background; its console is /tmp/NAME.console.  One vCPU,
+# or VPS_INNER_SMP (a guest with a queue per vCPU: stack/test_mq_01)
 vps_inner_start() {
 	_n=$1 _k=$2 _i=$3 _to=$4
 	shift 4
@@ -239,7 +240,7 @@ vps_inner_start() {
 	# (Debian's System.map carries no symbols), and the busy thread is named
 	# shellcheck disable=SC2046,SC2086
 	( timeout "$_to" qemu-system-x86_64 -L /usr/share/qemu $(vps_inner_accel) \
-		-m "$_mem" $_ram -smp 1 -nographic -nodefaults -no-reboot \
+		-m "$_mem" $_ram -smp "${VPS_INNER_SMP:-1}" -nographic -nodefaults -no-reboot \
 		-chardev file,id=con,path="/tmp/$_n.console",append=on -serial chardev:con \
 		-chardev file,id=res,path="/tmp/$_n.results",append=on -serial chardev:res \
 		-device virtio-serial-pci,id=vser,ioeventfd=off,max_ports=2 \
