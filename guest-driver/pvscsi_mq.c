@@ -156,9 +156,10 @@ enum pvscsi_cmd_bits {
 struct pvscsi_cmd_priv {
 	unsigned long flags;	/* PVSCSI_CMD_* bits, atomic bitops */
 	/*
-	 * The descriptor's context: tag + 1 in the low half, the submission
-	 * number in the high half, so a late completion of an earlier use of
-	 * the tag is told apart from the current one.  Written before
+	 * The descriptor's context: tag + 1 in the low half, the queue's
+	 * submission number and the queue (4 bits) in the high half, so a
+	 * late completion of an earlier use of the tag is told apart from the
+	 * current one.  Written before
 	 * PVSCSI_CMD_INFLIGHT is set, with the queue it went on; read only
 	 * while it is.
 	 */
@@ -230,6 +231,9 @@ struct pvscsi_queue {
 	struct pvscsi_qstats stats;
 };
 
+/* a context's high half carries the queue in 4 bits */
+static_assert(PVSCSI_EXT_MAX_QUEUES <= 16, "queue in the context");
+
 struct pvscsi_stats {
 	/* msg_lock */
 	u64 msgs;
@@ -287,7 +291,10 @@ struct pvscsi_adapter {
 	 */
 	spinlock_t cmd_lock;
 
-	/* written under every queue's submit_lock, read under any one */
+	/*
+	 * written under every queue's submit_lock in turn (WRITE_ONCE), read
+	 * under any one (READ_ONCE)
+	 */
 	bool resetting;		/* host reset owns the rings */
 	bool no_rings;		/* the device refused SETUP_RINGS at reset */
 
@@ -457,7 +464,7 @@ static void pvscsi_kick_locked(struct pvscsi_queue *q)
 	u32 pending = q->kick_pending;
 	u32 cons, threshold;
 
-	if (!pending || a->resetting)
+	if (!pending || READ_ONCE(a->resetting))
 		return;
 	q->kick_pending = 0;
 	if (pending & PVSCSI_KICK_NON_RW) {
@@ -534,7 +541,7 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	last = !rw || (cmd->flags & SCMD_LAST);
 
 	spin_lock_irqsave(&q->submit_lock, flags);
-	if (unlikely(a->no_rings)) {
+	if (unlikely(READ_ONCE(a->no_rings))) {
 		/* nothing would ever complete it: fail it now */
 		spin_unlock_irqrestore(&q->submit_lock, flags);
 		scsi_dma_unmap(cmd);
@@ -545,7 +552,7 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	prod = q->req_prod;
 	cons = le32_to_cpu(READ_ONCE(*q->req_cons_idx));
 	/* a consumer index ahead of us reads as a full ring: wait */
-	if (unlikely(a->resetting || prod - cons >= a->req_entries)) {
+	if (unlikely(READ_ONCE(a->resetting) || prod - cons >= a->req_entries)) {
 		q->stats.busy++;
 		pvscsi_kick_locked(q);
 		spin_unlock_irqrestore(&q->submit_lock, flags);
@@ -555,7 +562,11 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 
 	d = &q->req_ring[prod & (a->req_entries - 1)];
 	memset(d, 0, sizeof(*d));
-	p->context = ((u64)q->submit_seq++ << 32) | (tag + 1);
+	/*
+	 * the high half: this queue's submission number and the queue, so
+	 * that the same tag's earlier use on another queue never matches
+	 */
+	p->context = ((u64)((q->submit_seq++ << 4) | q->index) << 32) | (tag + 1);
 	p->queue = q->index;
 	d->context = cpu_to_le64(p->context);
 	d->flags = cpu_to_le32(dir);
@@ -660,9 +671,14 @@ static void pvscsi_set_result(struct scsi_cmnd *cmd, u16 btstat, u16 sdstat,
 	}
 }
 
-/* Find the in-flight command behind a device-supplied context, or NULL. */
-static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
+/*
+ * Find the in-flight command behind a device-supplied context, or NULL;
+ * q->cmp_lock held, and only a command submitted on @q is claimed (its
+ * in-flight bit is cleared under its own queue's lock).
+ */
+static struct scsi_cmnd *pvscsi_claim(struct pvscsi_queue *q, u64 context)
 {
+	struct pvscsi_adapter *a = q->a;
 	u32 tag1 = lower_32_bits(context);
 	struct pvscsi_cmd_priv *p;
 	struct scsi_cmnd *cmd;
@@ -677,7 +693,7 @@ static struct scsi_cmnd *pvscsi_claim(struct pvscsi_adapter *a, u64 context)
 	 * A completion of an earlier use of this tag (a device that posts
 	 * one twice, or late) must not finish the command using it now.
 	 */
-	if (p->context != context ||
+	if (p->context != context || READ_ONCE(p->queue) != q->index ||
 	    !test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
 		return NULL;
 	return cmd;
@@ -700,7 +716,7 @@ static void pvscsi_complete_one(struct pvscsi_queue *q,
 	struct scsi_cmnd *cmd;
 	u32 tag;
 
-	cmd = pvscsi_claim(a, context);
+	cmd = pvscsi_claim(q, context);
 	if (!cmd) {
 		q->stats.bogus_completions++;
 		dev_warn_ratelimited(&a->pdev->dev,
@@ -1271,8 +1287,9 @@ static void pvscsi_set_submit(struct pvscsi_adapter *a, bool resetting,
 		struct pvscsi_queue *q = &a->q[i];
 
 		spin_lock_irqsave(&q->submit_lock, flags);
-		a->resetting = resetting;
-		a->no_rings = no_rings;
+		/* read under another queue's lock meanwhile: one store each */
+		WRITE_ONCE(a->resetting, resetting);
+		WRITE_ONCE(a->no_rings, no_rings);
 		if (resetting) {
 			q->kick_pending = 0;
 			q->req_prod = 0;
@@ -1317,6 +1334,14 @@ static int pvscsi_fail_back(struct pvscsi_queue *q)
 		pvscsi_finish(a, c);
 		failed++;
 	}
+	/*
+	 * The indices go to zero under the lock: a late interrupt (an MSI-X
+	 * vector on irqfd ignores INTR_MASK) then finds nothing to reap,
+	 * rather than the old producer index against a zero consumer
+	 */
+	WRITE_ONCE(*q->cmp_prod_idx, 0);
+	WRITE_ONCE(*q->cmp_cons_idx, 0);
+	WRITE_ONCE(*q->cmp_event_idx, 0);
 	q->cmp_cons = 0;
 	spin_unlock_irqrestore(&q->cmp_lock, flags);
 	return failed;
@@ -1345,6 +1370,8 @@ static int pvscsi_eh_host_reset(struct scsi_cmnd *cmd)
 	 * completions posted in between; after it the ring is stable.
 	 */
 	pvscsi_adapter_reset(a);
+	/* what the reset's own completions raised has run by now */
+	pvscsi_sync_irqs(a);
 	for (i = 0; i < a->nr_queues; i++)
 		failed += pvscsi_fail_back(&a->q[i]);
 	memset(a->rings_state, 0, PVSCSI_PAGE_SIZE);

@@ -1250,6 +1250,16 @@ void vps_drop_queues(struct vps_dev *dev, u32 from)
 		q->ok = false;
 		WRITE_ONCE(q->recheck, false);
 		q->cmp_stall = false;
+		/*
+		 * nothing is owed to rings that are gone; a held interrupt's
+		 * timer must not leave coalesce_armed set for the next rings
+		 */
+		q->need_call = false;
+		if (q->coalesce_armed) {
+			q->coalesce_armed = false;
+			hrtimer_try_to_cancel(&q->coalesce_timer);
+		}
+		clear_bit(VPS_EV_CALL(i), &dev->events);
 		q->req_cons = 0;
 		q->cmp_prod = 0;
 		memset(q->req_pages, 0, sizeof(q->req_pages));

@@ -3142,6 +3142,22 @@ static uint64_t mq_calls(uint32_t q)
 	return mq[q].calls;
 }
 
+/* every queue's interrupts but @q's, queue 0's included */
+static uint64_t mq_calls_but(uint32_t q)
+{
+	uint64_t n = 0, v;
+	uint32_t i;
+
+	if (read(call_fd, &v, sizeof(v)) == sizeof(v))
+		calls_seen += v;
+	if (q)
+		n += calls_seen;
+	for (i = 1; i < MQ_N; i++)
+		if (i != q)
+			n += mq_calls(i);
+	return n;
+}
+
 #define MQ_BURST	24
 static int do_mq(const char *disk)
 {
@@ -3205,6 +3221,8 @@ static int do_mq(const char *disk)
 
 	/* one command per queue: it completes on its own ring, with its own interrupt */
 	for (q = 1, bad = 0; q < MQ_N; q++) {
+		uint64_t others = mq_calls_but(q);
+
 		calls0 = mq_calls(q);
 		cmp0 = rs->cmp_prod_idx;
 		ctx = next_ctx++;
@@ -3213,12 +3231,14 @@ static int do_mq(const char *disk)
 		got = mq_reap(q, res, 1, 5000);
 		usleep(20000);
 		if (got != 1 || res[0].context != ctx || res[0].host || res[0].scsi ||
-		    mq_calls(q) == calls0 || rs->cmp_prod_idx != cmp0) {
-			printf("# queue %u: got %u ctx %llu/%llu host %u calls %llu cmp0 %u/%u\n",
+		    mq_calls(q) == calls0 || rs->cmp_prod_idx != cmp0 ||
+		    mq_calls_but(q) != others) {
+			printf("# q%u: got %u ctx %llu/%llu host %u calls %llu cmp %u/%u, %llu\n",
 			       q, got, (unsigned long long)res[0].context,
 			       (unsigned long long)ctx, res[0].host,
 			       (unsigned long long)(mq[q].calls - calls0), cmp0,
-			       rs->cmp_prod_idx);
+			       rs->cmp_prod_idx,
+			       (unsigned long long)(mq_calls_but(q) - others));
 			bad++;
 		}
 	}
@@ -3264,6 +3284,11 @@ static int do_mq(const char *disk)
 			n[q] = mq_reap(q, res, MQ_BURST, 5000);
 			dups += count_dups(res, n[q], base + q * MQ_BURST, MQ_BURST);
 		}
+		/* nothing more comes: no completion posted twice or astray */
+		usleep(50000);
+		dups += rs->cmp_prod_idx != cmp_cons;
+		for (q = 1; q < MQ_N; q++)
+			dups += mq_state(q)->cmp_prod_idx != mq[q].cmp_cons;
 		tap(n[0] == MQ_BURST && n[1] == MQ_BURST && n[2] == MQ_BURST &&
 		    n[3] == MQ_BURST && !dups, "mq-all-queues-at-once",
 		    "completions %u %u %u %u, %u on a wrong queue or twice", n[0], n[1], n[2],

@@ -26,6 +26,14 @@ mailbox() {
 # host's order TAG-stop, round N at BASE + (N mod 4) * 16 MiB; prints the
 # rounds that ran and those that failed
 v="--direct=1 --ioengine=libaio --bs=4k --iodepth=16 --rw=randwrite --size=16M --verify=crc32c --verify_fatal=1 --output-format=terse --minimal"
+# MQ=2: a writer per vCPU, each on its own CPU and so on its own queue,
+# each on its half of the round's 16 MiB
+if [ "$MQ" = 2 ]; then
+	v="$v --size=8M --numjobs=2 --offset_increment=8M --cpus_allowed=0-1 --cpus_allowed_policy=split --group_reporting"
+	t_equal mq-queues "$(cat /sys/class/scsi_host/host*/pvscsi/queues | head -1)" 2
+fi
+# interrupts of each pvscsi_mq vector, summed over the CPUs
+irqs() { grep pvscsi_mq /proc/interrupts | awk '{s = 0; for (i = 2; i < NF - 2; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%s ", s}'; }
 fio_rounds() {
 	_r=0 _bad=0
 	while ! dd if=/dev/vda bs=512 count=1 iflag=direct 2>/dev/null | grep -q "$1-stop"; do
@@ -66,6 +74,7 @@ echo "after the probe: $c0"
 e0=${c0#* ioerr=}
 e0=${e0%% *}
 n0=$(vps_blk_ios sda)
+i0=$(irqs)
 fio_rounds p1 0 > /tmp/p1.out 2>&1 &
 f=$!
 t_check io-started vps_io_started sda "$n0"
@@ -89,6 +98,12 @@ req=${req%% *}
 done_=${c#* iodone=}
 done_=${done_%% *}
 t_equal all-completed "$done_" "$req"
+if [ "$MQ" = 2 ]; then
+	# both queues carried the load across the migrations
+	i1=$(irqs)
+	echo "vector interrupts before phase 1: $i0 after: $i1"
+	t_match mq-both-vectors "$(echo $i0 $i1 | awk '{print ($3 > $1) " " ($4 > $2)}')" '^1 1$'
+fi
 echo "VPS-MARK phase1 $c"
 t_check mailbox-go2 mailbox go2
 

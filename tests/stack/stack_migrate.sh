@@ -21,7 +21,9 @@
 # judges its data (every round verified, the last ones read back again)
 # and its log; at the end nothing is open in the module, it unloads, and
 # the host VM's log has no report.  Each migration's total time and
-# downtime are printed.
+# downtime are printed.  MQ=N (test_migrate_03): the adapter has
+# num-queues=N and the guest N vCPUs, a writer on each: pvscsi_mq's
+# queues travel with the device state and go on working.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-migrate-XXXXXX)
@@ -31,7 +33,7 @@ vm_reset
 vm_bins fio sg_reset
 if [ "$DRV" = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
 vm_modules virtio_blk
-{ echo "DRV=$DRV"; cat "$(dirname "$0")/inner_migrate.sh"; } > "$work/inner-$DRV.sh"
+{ echo "DRV=$DRV MQ=${MQ:-1}"; cat "$(dirname "$0")/inner_migrate.sh"; } > "$work/inner-$DRV.sh"
 vm_initramfs "$work/inner-$DRV.cpio" "$work/inner-$DRV.sh"
 
 vm_reset
@@ -42,7 +44,7 @@ vm_file "$kernel" /inner/vmlinuz
 vm_file "$work/inner-$DRV.cpio" "/inner/$DRV.cpio"
 VM_MEM=3072
 VM_TIMEOUT=1500
-echo "DRV=$DRV MIGRATIONS=${VPS_MIGRATIONS:-10}" > "$work/host.sh"
+echo "DRV=$DRV MIGRATIONS=${VPS_MIGRATIONS:-10} MQ=${MQ:-1}" > "$work/host.sh"
 cat >> "$work/host.sh" <<'GUEST'
 modprobe -r brd
 modprobe brd rd_nr=2 rd_size=131072
@@ -60,9 +62,9 @@ qemu_start() {
 	vps_qmp_fifos "$1"
 	if [ -n "${2:-}" ]; then rm -f "$sock"; export VPS_INNER_INCOMING=unix:$sock; fi
 	# shellcheck disable=SC2086
-	VPS_INNER_MEM=384 VPS_INNER_HUGEPAGES=0 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 1400 \
+	VPS_INNER_SMP=$MQ VPS_INNER_MEM=384 VPS_INNER_HUGEPAGES=0 vps_inner_start "$drv" /inner/vmlinuz "/inner/$drv.cpio" 1400 \
 		-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
-		-device vhost-pvscsi,id=hba0,max-targets=1 $lun \
+		-device vhost-pvscsi,id=hba0,max-targets=1,num-queues=$MQ $lun \
 		-blockdev driver=host_device,node-name=mb,filename=/dev/ram1,cache.direct=on \
 		-device virtio-blk-pci,drive=mb \
 		$(vps_qmp_args "$1") \
@@ -76,6 +78,9 @@ mailbox() {
 }
 # adapter PID: the module's debugfs file of QEMU PID's adapter
 adapter() { ls "$D"/adapter-"$1"-* 2>/dev/null | head -1; }
+# cons_all FILE: the consumer indices of every queue of an adapter added
+# up (its "queue N cons X" lines; 0: no file)
+cons_all() { awk '$1 == "queue" && $3 == "cons" {s += $4} END {print s + 0}' "$1" 2>/dev/null || echo 0; }
 # field FILE KEY: KEY's value in an adapter's debugfs file (0: no file)
 field() {
 	if [ -n "$1" ] && [ -e "$1" ]; then
@@ -114,7 +119,7 @@ migrate() {
 		requests=$((requests + $(field "$a" requests)))
 		# the firmware's commands (SeaBIOS probes the adapter) went
 		# before the guest's driver set the rings up from index 0
-		[ "$n" != 1 ] || fw=$(( $(field "$a" requests) - $(field "$a" req_cons) ))
+		[ "$n" != 1 ] || fw=$(( $(field "$a" requests) - $(cons_all "$a") ))
 	else
 		t_fail "$l/source-drained" "no adapter of QEMU $src in $D"
 	fi
@@ -140,9 +145,9 @@ if vps_inner_wait_console "$drv" 'VPS-MARK io-running' 300; then
 		a=$(adapter "$(vps_inner_pid "$drv")")
 		[ -n "$a" ] && cat "$a"
 		total=$((requests + $(field "$a" requests) - ${fw:-0}))
-		cons=$(field "$a" req_cons)
+		cons=$(cons_all "$a")
 		guest=$(echo "$line" | sed -n 's/.*iorequest=\([0-9]*\).*/\1/p')
-		echo "commands: the guest's midlayer dispatched $guest; the ring's consumer index is at $cons; the module's $((n + 1)) adapters took $total requests (less ${fw:-0} of the firmware's)"
+		echo "commands: the guest's midlayer dispatched $guest; the rings' consumer indices add up to $cons; the module's $((n + 1)) adapters took $total requests (less ${fw:-0} of the firmware's)"
 		# none lost: every command the guest's driver queued was taken
 		# from the ring, whose index each destination took over
 		t_equal commands-match "$cons" "$guest"
