@@ -7,6 +7,7 @@
 #   12 QEMU virtio-scsi (iothread)           13 vhost-scsi (LIO)
 #   14 QEMU lsi53c895a                       15 QEMU megasas-gen2
 #   16 vhost-pvscsi, our pvscsi_mq (moved to it with driver_override)
+#   17 vhost-pvscsi,num-queues=1, pvscsi_mq too (with a multi-vCPU guest)
 # For each round, backing, job and adapter (the adapter order reversed
 # every other round) it prints "VPS-MARK start-<tag>" / "VPS-MARK end-<tag>"
 # around fio, so that the host VM reads its counters exactly around the
@@ -16,7 +17,7 @@
 slot() {
 	case $1 in
 	ours-vmw) echo 10 ;; pvscsi) echo 11 ;; virtio-scsi) echo 12 ;; vhost-scsi) echo 13 ;;
-	lsi) echo 14 ;; megasas) echo 15 ;; ours-mq) echo 16 ;;
+	lsi) echo 14 ;; megasas) echo 15 ;; ours-mq) echo 16 ;; ours-mq1q) echo 17 ;;
 	esac
 }
 # disk ADAPTER BACKING -> sdX (null: the 1 GiB LUN, file: the smaller one)
@@ -38,15 +39,17 @@ found() {
 		for k in $BACKINGS; do [ -n "$(disk "$d" "$k")" ] || return 1; done
 	done
 }
-# our second adapter goes to pvscsi_mq: vmw_pvscsi took it at boot
-mq=0000:00:16.0
-if case " $ADAPTERS " in *" ours-mq "*) true ;; *) false ;; esac; then
-	echo pvscsi_mq > /sys/bus/pci/devices/$mq/driver_override
-	[ -e /sys/bus/pci/devices/$mq/driver ] && echo $mq > /sys/bus/pci/devices/$mq/driver/unbind
-	t_check load-pvscsi_mq vps_load pvscsi_mq
-	echo $mq > /sys/bus/pci/drivers_probe
-	t_equal pvscsi_mq-owns-16 "$(basename "$(readlink /sys/bus/pci/devices/$mq/driver)")" pvscsi_mq
-fi
+# our second (and third) adapter go to pvscsi_mq: vmw_pvscsi took them at boot
+for d in ours-mq ours-mq1q; do
+	case " $ADAPTERS " in *" $d "*) ;; *) continue ;; esac
+	mq=0000:00:$(slot $d).0
+	echo pvscsi_mq > "/sys/bus/pci/devices/$mq/driver_override"
+	[ -e "/sys/bus/pci/devices/$mq/driver" ] && echo "$mq" > "/sys/bus/pci/devices/$mq/driver/unbind"
+	lsmod | grep -q '^pvscsi_mq ' || t_check load-pvscsi_mq vps_load pvscsi_mq
+	echo "$mq" > /sys/bus/pci/drivers_probe
+	t_equal "pvscsi_mq-owns-$(slot $d)" "$(basename "$(readlink "/sys/bus/pci/devices/$mq/driver")")" pvscsi_mq
+	echo "$d: $(cat "/sys/bus/pci/devices/$mq"/host*/scsi_host/host*/pvscsi/queues) queue(s)"
+done
 if ! vps_wait 90 found; then
 	t_fail disks "not every adapter has its disks: $(ls /sys/block)"
 	exit 1
