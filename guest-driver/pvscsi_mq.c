@@ -86,6 +86,11 @@ module_param(queues, uint, 0444);
 MODULE_PARM_DESC(queues,
 		 "Request queues when the device offers the extension's MULTIQUEUE, at most as many as it offers: 0 = one per online CPU (the default); N = N");
 
+static unsigned int poll_queues;
+module_param(poll_queues, uint, 0444);
+MODULE_PARM_DESC(poll_queues,
+		 "Queues without an interrupt, for polled I/O (io_uring IOPOLL), beside the others; needs MULTIQUEUE and the event index; from what the device offers beyond the queues with a vector (default 0)");
+
 static unsigned int irq_mode;
 module_param(irq_mode, uint, 0444);
 MODULE_PARM_DESC(irq_mode, "Interrupt type: 0 = MSI-X, then MSI, then INTx; 1 = MSI-X only; 2 = MSI only; 3 = INTx only (default 0)");
@@ -186,6 +191,7 @@ struct pvscsi_qstats {
 	u64 completions;
 	u64 cmpl_per_irq_max;
 	u64 bogus_completions;
+	u64 polled;		/* completions mq_poll reaped */
 };
 
 struct pvscsi_adapter;
@@ -200,6 +206,12 @@ struct pvscsi_queue {
 	struct pvscsi_adapter *a;
 	u32 index;
 	int irq;		/* its vector's; queue 0's also carries msgs */
+	/*
+	 * A poll queue (HCTX_TYPE_POLL): no vector; the event index stays
+	 * half the index space away, so the device never interrupts for it,
+	 * and mq_poll reaps it.
+	 */
+	bool poll;
 
 	/* shared with the device */
 	struct pvscsi_req_desc *req_ring;
@@ -270,7 +282,8 @@ struct pvscsi_adapter {
 	 */
 	bool use_event_idx;
 	u32 nr_queues;		/* fixed at probe: 1, or what MULTIQUEUE gave */
-	u32 nr_vectors;		/* allocated: nr_queues with MSI-X, else 1 */
+	u32 nr_poll;		/* the last nr_poll of them are poll queues */
+	u32 nr_vectors;		/* allocated: a vector per queue not polled */
 	struct pvscsi_queue q[PVSCSI_EXT_MAX_QUEUES];
 
 	/* shared with the device */
@@ -606,16 +619,30 @@ static void pvscsi_commit_rqs(struct Scsi_Host *shost, u16 hwq)
 	spin_unlock_irqrestore(&q->submit_lock, flags);
 }
 
-/* blk-mq's CPU to hardware queue map: by the vectors' affinity */
+/*
+ * blk-mq's CPU to hardware queue maps: the default one by the vectors'
+ * affinity; the poll queues (the last nr_poll, no vector) spread by
+ * blk-mq.  No separate read queues.
+ */
 static void pvscsi_map_queues(struct Scsi_Host *shost)
 {
 	struct pvscsi_adapter *a = shost_priv(shost);
 	struct blk_mq_queue_map *map = &shost->tag_set.map[HCTX_TYPE_DEFAULT];
 
+	/* with one map blk-mq has set it (capped at the CPUs) */
+	if (a->nr_poll)
+		map->nr_queues = a->nr_queues - a->nr_poll;
 	if (a->nr_vectors > 1)
 		blk_mq_pci_map_queues(map, a->pdev, 0);
 	else
 		blk_mq_map_queues(map);
+	if (!a->nr_poll)
+		return;
+	shost->tag_set.map[HCTX_TYPE_READ].nr_queues = 0;
+	map = &shost->tag_set.map[HCTX_TYPE_POLL];
+	map->nr_queues = a->nr_poll;
+	map->queue_offset = a->nr_queues - a->nr_poll;
+	blk_mq_map_queues(map);
 }
 
 /* --- completion ---------------------------------------------------------- */
@@ -734,6 +761,16 @@ static void pvscsi_complete_one(struct pvscsi_queue *q,
 }
 
 /*
+ * A poll queue's completion event index: half the index space from its
+ * consumer, where the device's producer (at most a ring ahead) never gets
+ * to, so the device never interrupts for it.
+ */
+static u32 pvscsi_poll_event(u32 cons)
+{
+	return cons + (1u << 31);
+}
+
+/*
  * Reap at most @budget completions; returns the number reaped and sets
  * *more when the device has published others.  cmp_lock held.
  *
@@ -761,7 +798,7 @@ static u32 pvscsi_reap_locked(struct pvscsi_queue *q, u32 budget, bool *more)
 			prod = cons;
 			break;
 		}
-		if (cons == prod && a->use_event_idx && !armed) {
+		if (cons == prod && a->use_event_idx && !armed && !q->poll) {
 			/*
 			 * Reaped up to here: ask for an interrupt for the next
 			 * completion, then look once more (the device
@@ -791,8 +828,33 @@ static u32 pvscsi_reap_locked(struct pvscsi_queue *q, u32 budget, bool *more)
 		WRITE_ONCE(*q->cmp_cons_idx, cpu_to_le32(cons));
 		armed = false;
 	}
+	/* a poll queue's event index moves away as its consumer moves */
+	if (n && q->poll && a->use_event_idx)
+		WRITE_ONCE(*q->cmp_event_idx, cpu_to_le32(pvscsi_poll_event(cons)));
 	q->stats.completions += n;
 	*more = cons != prod;
+	return n;
+}
+
+/*
+ * blk-mq's poll of a poll queue (io_uring IOPOLL): what the device posted
+ * on it, without an interrupt.  The error handlers reap it too.
+ */
+static int pvscsi_mq_poll(struct Scsi_Host *shost, unsigned int hwq)
+{
+	struct pvscsi_adapter *a = shost_priv(shost);
+	struct pvscsi_queue *q;
+	unsigned long flags;
+	bool more;
+	u32 n;
+
+	if (WARN_ON_ONCE(hwq >= a->nr_queues))
+		return 0;
+	q = &a->q[hwq];
+	spin_lock_irqsave(&q->cmp_lock, flags);
+	n = pvscsi_reap_locked(q, cmp_budget, &more);
+	q->stats.polled += n;
+	spin_unlock_irqrestore(&q->cmp_lock, flags);
 	return n;
 }
 
@@ -1047,8 +1109,12 @@ static int pvscsi_setup_rings(struct pvscsi_adapter *a)
 			.features = cpu_to_le32(PVSCSI_EXT_FEAT_INTR_MODERATION),
 		};
 
-		for (i = 0; i < a->nr_queues; i++)
-			WRITE_ONCE(*a->q[i].cmp_event_idx, cpu_to_le32(a->q[i].cmp_cons));
+		for (i = 0; i < a->nr_queues; i++) {
+			struct pvscsi_queue *q = &a->q[i];
+			u32 ev = q->poll ? pvscsi_poll_event(q->cmp_cons) : q->cmp_cons;
+
+			WRITE_ONCE(*q->cmp_event_idx, cpu_to_le32(ev));
+		}
 		status = pvscsi_command(a, PVSCSI_CMD_EXT_SET_FEATURES, &f, sizeof(f));
 		a->use_event_idx = status == 0;
 		if (!a->use_event_idx)
@@ -1130,14 +1196,31 @@ static void pvscsi_query_ext(struct pvscsi_adapter *a)
  */
 static u32 pvscsi_want_queues(struct pvscsi_adapter *a)
 {
-	u32 st = a->ext_status, n;
+	u32 st = a->ext_status, n, offered, feat;
 
+	a->nr_poll = 0;
 	if (!PVSCSI_EXT_STATUS_VALID(st) ||
-	    !(PVSCSI_EXT_STATUS_FEATURES(st) & PVSCSI_EXT_FEAT_MULTIQUEUE))
+	    !(PVSCSI_EXT_STATUS_FEATURES(st) & PVSCSI_EXT_FEAT_MULTIQUEUE)) {
+		if (poll_queues)
+			dev_info(&a->pdev->dev, "poll_queues=%u: the device offers no MULTIQUEUE, no poll queue\n",
+				 poll_queues);
 		return 1;
+	}
+	offered = max(min(PVSCSI_EXT_STATUS_QUEUES(st), (u32)PVSCSI_EXT_MAX_QUEUES), 1u);
+	feat = PVSCSI_EXT_STATUS_FEATURES(st);
+	/*
+	 * A poll queue needs the event index: without it the device would
+	 * interrupt on a vector nobody took.  Queue 0 is never one.
+	 */
 	n = queues ?: num_online_cpus();
-	n = min3(n, PVSCSI_EXT_STATUS_QUEUES(st), (u32)PVSCSI_EXT_MAX_QUEUES);
-	return max(n, 1u);
+	n = max(min(n, offered), 1u);
+	/* the queues with a vector first; poll queues from what is left */
+	if (poll_queues && (!event_idx || !(feat & PVSCSI_EXT_FEAT_INTR_MODERATION)))
+		dev_info(&a->pdev->dev, "poll_queues=%u: no event index, no poll queue\n",
+			 poll_queues);
+	else
+		a->nr_poll = min(poll_queues, offered - n);
+	return n + a->nr_poll;
 }
 
 /* --- error handling -------------------------------------------------------- */
@@ -1427,6 +1510,8 @@ enum pvscsi_attr_id {
 	PVSCSI_A_EXT,
 	PVSCSI_A_EVENT_IDX,
 	PVSCSI_A_QUEUES,
+	PVSCSI_A_POLL_QUEUES,
+	PVSCSI_A_POLLED,
 };
 
 struct pvscsi_attr {
@@ -1470,6 +1555,8 @@ static u64 pvscsi_attr_value(struct pvscsi_adapter *a, enum pvscsi_attr_id id)
 		return pvscsi_qsum(a, offsetof(struct pvscsi_qstats, cmpl_per_irq_max), true);
 	case PVSCSI_A_BOGUS_COMPLETIONS: return PVSCSI_QSUM(a, bogus_completions);
 	case PVSCSI_A_QUEUES: return a->nr_queues;
+	case PVSCSI_A_POLL_QUEUES: return a->nr_poll;
+	case PVSCSI_A_POLLED: return PVSCSI_QSUM(a, polled);
 	case PVSCSI_A_MSGS: return READ_ONCE(st->msgs);
 	case PVSCSI_A_BOGUS_MSGS: return READ_ONCE(st->bogus_msgs);
 	case PVSCSI_A_ABORTS: return atomic64_read(&st->aborts);
@@ -1540,6 +1627,8 @@ static struct pvscsi_attr pvscsi_attr_table[] = {
 	PVSCSI_ATTR(req_ring_entries, PVSCSI_A_REQ_RING_ENTRIES),
 	PVSCSI_ATTR(cmp_ring_entries, PVSCSI_A_CMP_RING_ENTRIES),
 	PVSCSI_ATTR(queues, PVSCSI_A_QUEUES),
+	PVSCSI_ATTR(poll_queues, PVSCSI_A_POLL_QUEUES),
+	PVSCSI_ATTR(polled, PVSCSI_A_POLLED),
 	PVSCSI_ATTR(irq_mode, PVSCSI_A_IRQ_MODE),
 	PVSCSI_ATTR(ext_status, PVSCSI_A_EXT_STATUS),
 	PVSCSI_ATTR(ext, PVSCSI_A_EXT),
@@ -1567,6 +1656,7 @@ static struct scsi_host_template pvscsi_template = {
 	.queuecommand		= pvscsi_queuecommand,
 	.commit_rqs		= pvscsi_commit_rqs,
 	.map_queues		= pvscsi_map_queues,
+	.mq_poll		= pvscsi_mq_poll,
 	.change_queue_depth	= scsi_change_queue_depth,
 	.eh_abort_handler	= pvscsi_eh_abort,
 	.eh_device_reset_handler = pvscsi_eh_device_reset,
@@ -1713,24 +1803,29 @@ static int pvscsi_alloc_vectors(struct pvscsi_adapter *a)
 	};
 	struct irq_affinity desc = {};
 	struct pci_dev *pdev = a->pdev;
+	u32 nr_irq = a->nr_queues - a->nr_poll, i;
 	int ret = -ENOSPC;
 
 	if (pvscsi_inject(a, PVSCSI_FAIL_VECTORS))
 		return -ENOSPC;
+	/* with poll queues, MSI-X even for one vector */
 	if (a->nr_queues > 1 && irq_mode <= 1)
-		ret = pci_alloc_irq_vectors_affinity(pdev, a->nr_queues, a->nr_queues,
+		ret = pci_alloc_irq_vectors_affinity(pdev, nr_irq, nr_irq,
 						     PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
 						     &desc);
 	if (ret < 0) {
 		if (a->nr_queues > 1)
 			dev_info(&pdev->dev, "no MSI-X vector for each of %u queues: one queue\n",
-				 a->nr_queues);
+				 nr_irq);
 		a->nr_queues = 1;
+		a->nr_poll = 0;
 		ret = pci_alloc_irq_vectors(pdev, 1, 1, types[irq_mode]);
 		if (ret < 0)
 			return ret;
 	}
 	a->nr_vectors = ret;
+	for (i = 0; i < a->nr_queues; i++)
+		a->q[i].poll = i >= a->nr_queues - a->nr_poll;
 	if (pdev->msix_enabled)
 		a->irq_kind = PVSCSI_IRQ_MSIX;
 	else if (pdev->msi_enabled)
@@ -1908,6 +2003,7 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	/* the queues share the tags: a tag's SG page and sense are the same */
 	shost->nr_hw_queues = a->nr_queues;
+	shost->nr_maps = a->nr_poll ? HCTX_TYPE_POLL + 1 : 1;
 	shost->host_tagset = 1;
 	ret = pvscsi_alloc_rings(a);
 	if (ret)
@@ -1940,8 +2036,8 @@ static int pvscsi_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, shost);
 
 	dev_info(&pdev->dev,
-		 "%u targets, %u requests, %u queues, %s, msg ring %s, reqCallThreshold %s, ext %s\n",
-		 a->max_targets, a->req_entries, a->nr_queues,
+		 "%u targets, %u requests, %u queues (%u polled), %s, msg ring %s, reqCallThreshold %s, ext %s\n",
+		 a->max_targets, a->req_entries, a->nr_queues, a->nr_poll,
 		 pvscsi_irq_names[a->irq_kind], a->use_msg ? "on" : "off",
 		 a->use_threshold ? "on" : "off",
 		 PVSCSI_EXT_STATUS_VALID(a->ext_status) ? "present" : "absent");

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=sh
-# Inner guest of scripts/bench: one guest with seven adapters, told apart
+# Inner guest of scripts/bench: one guest with eight (nine) adapters, told apart
 # by PCI slot, each with two LUNs of the host VM: a null_blk device (1 GiB)
 # and a file on ext4 (smaller; the size tells them apart):
 #   10 vhost-pvscsi, in-tree vmw_pvscsi      11 QEMU pvscsi
@@ -8,6 +8,8 @@
 #   14 QEMU lsi53c895a                       15 QEMU megasas-gen2
 #   16 vhost-pvscsi, our pvscsi_mq (moved to it with driver_override)
 #   17 vhost-pvscsi,num-queues=1, pvscsi_mq too (with a multi-vCPU guest)
+#   18 vhost-pvscsi,num-queues=vCPUs+1, pvscsi_mq with a poll queue: its
+#      fio runs io_uring with hipri (polled), the others libaio
 # For each round, backing, job and adapter (the adapter order reversed
 # every other round) it prints "VPS-MARK start-<tag>" / "VPS-MARK end-<tag>"
 # around fio, so that the host VM reads its counters exactly around the
@@ -18,6 +20,7 @@ slot() {
 	case $1 in
 	ours-vmw) echo 10 ;; pvscsi) echo 11 ;; virtio-scsi) echo 12 ;; vhost-scsi) echo 13 ;;
 	lsi) echo 14 ;; megasas) echo 15 ;; ours-mq) echo 16 ;; ours-mq1q) echo 17 ;;
+	ours-mqpoll) echo 18 ;;
 	esac
 }
 # disk ADAPTER BACKING -> sdX (null: the 1 GiB LUN, file: the smaller one)
@@ -39,16 +42,20 @@ found() {
 		for k in $BACKINGS; do [ -n "$(disk "$d" "$k")" ] || return 1; done
 	done
 }
-# our second (and third) adapter go to pvscsi_mq: vmw_pvscsi took them at boot
-for d in ours-mq ours-mq1q; do
+# our other adapters go to pvscsi_mq: vmw_pvscsi took them at boot.  Its
+# poll_queues=1 gives a poll queue only where the device offers a queue
+# beyond one per vCPU: ours-mqpoll
+for d in ours-mq ours-mq1q ours-mqpoll; do
 	case " $ADAPTERS " in *" $d "*) ;; *) continue ;; esac
 	mq=0000:00:$(slot $d).0
 	echo pvscsi_mq > "/sys/bus/pci/devices/$mq/driver_override"
 	[ -e "/sys/bus/pci/devices/$mq/driver" ] && echo "$mq" > "/sys/bus/pci/devices/$mq/driver/unbind"
-	lsmod | grep -q '^pvscsi_mq ' || t_check load-pvscsi_mq vps_load pvscsi_mq
+	lsmod | grep -q '^pvscsi_mq ' || t_check load-pvscsi_mq vps_load pvscsi_mq poll_queues=1
 	echo "$mq" > /sys/bus/pci/drivers_probe
 	t_equal "pvscsi_mq-owns-$(slot $d)" "$(basename "$(readlink "/sys/bus/pci/devices/$mq/driver")")" pvscsi_mq
-	echo "$d: $(cat "/sys/bus/pci/devices/$mq"/host*/scsi_host/host*/pvscsi/queues) queue(s)"
+	p=$(echo "/sys/bus/pci/devices/$mq"/host*/scsi_host/host*/pvscsi)
+	echo "$d: $(cat "$p/queues") queue(s), $(cat "$p/poll_queues") polled"
+	[ $d != ours-mqpoll ] || t_equal ours-mqpoll-polled "$(cat "$p/poll_queues")" 1
 done
 if ! vps_wait 90 found; then
 	t_fail disks "not every adapter has its disks: $(ls /sys/block)"
@@ -98,8 +105,10 @@ while [ "$r" -le "$ROUNDS" ]; do
 				echo "VPS-MARK start-$tag"
 				sleep 1
 				i0=$(irqs "$s")
+				e="--ioengine=libaio"
+				[ "$d" != ours-mqpoll ] || e="--ioengine=io_uring --hipri=1"
 				# shellcheck disable=SC2086
-				out=$(fio --name="$tag" --filename="/dev/$s" --direct=1 --ioengine=libaio \
+				out=$(fio --name="$tag" --filename="/dev/$s" --direct=1 $e \
 					$a --size=64M --group_reporting --time_based --runtime="$SECS" \
 					--output-format=terse --terse-version=3)
 				i1=$(irqs "$s")

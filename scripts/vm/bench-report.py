@@ -11,7 +11,7 @@ import statistics
 import sys
 
 ADAPTERS = ['ours-vmw', 'ours-mq', 'pvscsi', 'virtio-scsi', 'vhost-scsi', 'lsi', 'megasas',
-            'ours-mq1q']
+            'ours-mq1q', 'ours-mqpoll']
 ANCHOR = 'virtio-scsi'
 JOBS = {
     'rr1': '4k randread QD 1', 'rr32': '4k randread QD 32',
