@@ -2,12 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 3
+# checks: 4
 #
 # The QEMU series, without a VM: its copy of the uAPI header
 # (qemu-patches/0001-*) is what scripts/sync-qemu-header makes from
 # include/uapi/vhost_pvscsi.h today, every patch has a Signed-off-by, and
 # QEMU's own checkpatch runs over every one of them and finds no error.
+# And the QEMU the VMs run has patch 0004: in the source it was built
+# from, helper_vmrun() (TCG, runs without the BQL) leaves
+# interrupt_request to cpu_interrupt() under the BQL; its plain |= lost
+# the APIC timer's CPU_INTERRUPT_POLL now and then, and the host VM froze
+# in HLT with its timer interrupt in the APIC's IRR (the nested-TCG
+# freeze, Documentation/testing.md).
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 res() { if [ "$2" = 0 ]; then echo "VPS-RESULT ok patches/$1"; else echo "VPS-RESULT not ok patches/$1: $3"; fi; }
 
@@ -36,3 +42,14 @@ why=""
 	why="$why $nclean of $npatch patches checked clean;"
 echo "$out" | grep -q '^ERROR' && why="$why $(echo "$out" | grep -A2 '^ERROR' | head -6 | tr '\n' ' ')"
 res qemu-checkpatch "$([ -z "$why" ]; echo $?)" "$why $(echo "$out" | grep -vE '^(ERROR|total:)' | tail -3 | tr '\n' ' ')"
+
+# helper_vmrun's body in the source of the QEMU build the VMs use
+. "$TOP/scripts/lib.sh"
+src=$VPS_CACHE/qemu/build-$(basename "$(cat "$VPS_CACHE/qemu/current" 2>/dev/null)")/src
+body=$(awk '/^void helper_vmrun\(/ {f = 1} f {print} f && /^}/ {exit}' \
+	"$src/target/i386/tcg/system/svm_helper.c" 2>/dev/null)
+why=""
+[ -n "$body" ] || why="no helper_vmrun in $src (QEMU not built?)"
+echo "$body" | grep -q 'interrupt_request *[|&]=' && why="a plain read-modify-write of interrupt_request in helper_vmrun"
+echo "$body" | grep -q 'cpu_interrupt(cs, CPU_INTERRUPT_VIRQ)' || why="$why; no cpu_interrupt(VIRQ) there"
+res vmrun-virq-under-bql "$([ -z "$why" ]; echo $?)" "$why"
