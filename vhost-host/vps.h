@@ -8,8 +8,20 @@
  *   vps_scsi.c  the SCSI target                      vps_scsi.h
  *   vps_io.c    LUNs and the backing I/O             vps_io.h
  *   vps_mem.c   guest memory translation and copies  vps_io.h
- * The one way back up is a backing I/O's completion: it goes on dev->done
- * and wakes the worker (vps_worker_wake()), which posts it.
+ * The one way back up is a backing I/O's completion: it goes on its
+ * queue's done list and wakes that queue's worker (vps_queue_wake()),
+ * which posts it.
+ *
+ * Threads and locks.  Each queue (ring pair) has a worker of its own and
+ * a mutex of its own, vps_queue.lock, held for each of the worker's
+ * rounds: the queues of an adapter share no lock on the data path.  The
+ * control path (the ioctls, debugfs, the owner's exit, release) takes
+ * dev->mutex and then every queue's lock (vps_dev_lock()).  So:
+ *   [Q]  a queue's own: under its lock;
+ *   [M]  the adapter's: written under dev->mutex and every queue's lock,
+ *        so read under either;
+ * and what the workers write to the adapter is either a latch set
+ * with WRITE_ONCE (broken) or a per-CPU counter (dev->pstats).
  */
 #ifndef _VPS_H
 #define _VPS_H
@@ -27,6 +39,7 @@
 #include <linux/bvec.h>
 #include <linux/fs.h>
 #include <linux/sched.h>
+#include <linux/percpu.h>
 #include <vhost_pvscsi.h>
 
 #include "vps_compat.h"
@@ -111,7 +124,7 @@ struct vps_req {
 	struct vps_queue *q;		/* the queue it came on, completes on */
 	struct vps_lu *lun;		/* holds a reference while in flight */
 	struct llist_node done_node;
-	struct list_head node;		/* dev->inflight */
+	struct list_head node;		/* q->inflight or q->cmp_backlog */
 	struct kiocb iocb;
 	u64 context;
 	u64 data_len;			/* from the descriptor, bounded */
@@ -163,11 +176,33 @@ struct vps_poll {
 /*
  * One request/completion ring pair: queue 0 is the one SETUP_RINGS sets
  * up, queues 1.. those of the multi-queue extension (VPS_SETUP_QUEUE).
- * Everything here is [M] (the owning dev's @mutex) unless said otherwise.
+ * Everything here is [Q] (@lock) unless said otherwise.
  */
 struct vps_queue {
 	struct vps_dev *dev;
 	u32 index;
+	/* its worker's rounds; the control path holds it too (vps_dev_lock) */
+	struct mutex lock;
+	/*
+	 * [M] started with the queue (queue 0: with the owner), stopped at
+	 * release; read by vps_queue_wake() from any context
+	 */
+	struct vps_worker worker;
+	void *scratch;				/* [M] emulation buffer */
+	/* the worker's wake-up reasons; lock-free producers */
+	unsigned long events;
+#define VPS_EV_KICK	0			/* the doorbell */
+#define VPS_EV_CALL	1			/* a held interrupt is due */
+	struct llist_head done;			/* backing I/O completed */
+	atomic_t io_pending;			/* submitted, not yet done */
+	wait_queue_head_t io_wait;		/* io_pending reaching 0 */
+	/* consumed and not yet completed (one on cmp_backlog is there) */
+	struct list_head inflight;
+	/* completions wait for ring room: look again soon; read unlocked */
+	bool backlog_wait;
+	/* test hook (debugfs stale_completions): a context to post again */
+	bool stale_armed;
+	u64 stale_ctx;
 	bool ok;				/* rings mapped */
 	u32 req_entries_log2;
 	u32 cmp_entries_log2;
@@ -203,7 +238,7 @@ struct vps_queue {
 	struct hrtimer coalesce_timer;
 	/* cmp_prod when the last interrupt was decided on (the event index) */
 	u32 event_old;
-	u32 nr_inflight;			/* consumed, not yet posted */
+	u32 nr_inflight;			/* inflight and cmp_backlog */
 	struct list_head cmp_backlog;		/* waiting for ring room */
 	struct vps_poll kick;
 	struct eventfd_ctx *call;
@@ -212,11 +247,30 @@ struct vps_queue {
 	u64 calls;
 };
 
+/*
+ * Counters the workers of several queues bump: per CPU, summed when read
+ * (VPS_GET_STATS, debugfs).  Only u64s.
+ */
+struct vps_pcpu_stats {
+	struct vps_stats s;		/* in_flight, pinned_pages: unused */
+	u64 unkicked;			/* requests only a recheck found */
+	u64 polled;			/* requests a busy-poll found */
+	u64 poll_idle;			/* busy-polls that timed out */
+	u64 poll_yield;			/* ... that gave the CPU up */
+	u64 bounced;			/* READ/WRITE through bounce pages */
+	u64 coalesced;			/* interrupts held back */
+	u64 stale_posted;		/* the stale_completions hook's */
+};
+
+static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);
+
+/* vps_count(dev, s.requests): one more, on this CPU */
+#define vps_count_add(dev, f, n) \
+	vps_count_off(dev, offsetof(struct vps_pcpu_stats, f), n)
+#define vps_count(dev, f)	vps_count_add(dev, f, 1)
+
 struct vps_dev {
-	/*
-	 * @mutex serializes the ioctls and the worker's rounds: everything
-	 * marked [M] is read and written only under it.
-	 */
+	/* the control path: with every queue's lock, see the top */
 	struct mutex mutex;
 	/*
 	 * [M] The owner's mm, mmgrab only: its address space (the guest's
@@ -228,16 +282,20 @@ struct vps_dev {
 	/*
 	 * The owner's process has exited: everything that reached into its
 	 * memory is gone and every ioctl but the stats is refused.  Written
-	 * once, under @mutex and io_wait.lock; read by vps_worker_wake(),
-	 * under io_wait.lock from a backing I/O's completion.
+	 * once, under [M] and then each queue's io_wait.lock in turn; read
+	 * by vps_queue_wake(), under io_wait.lock from a backing I/O's
+	 * completion.
 	 */
 	bool owner_gone;
-	struct vps_worker worker;		/* [M] set with the owner */
 	struct vps_mem *mem;			/* [M] */
 
 	/* ring state, all [M] */
 	bool rings_ok;				/* queue 0 set up */
-	bool broken;				/* guest error: stop until reset */
+	/*
+	 * guest error: stop until reset.  Cleared under [M]; set by any
+	 * queue's worker too (WRITE_ONCE), read with READ_ONCE there.
+	 */
+	bool broken;
 	/*
 	 * The resets (and the teardowns) waiting for the backing I/O, which
 	 * drop @mutex meanwhile: while any does, consume nothing.  A count,
@@ -246,20 +304,9 @@ struct vps_dev {
 	unsigned int quiesce;
 	/* VPS_STOP: consume nothing; [M], read unlocked by the idle worker */
 	bool stopped;
-	bool backlog_wait;			/* completions wait for ring room */
-	u64 coalesced;				/* interrupts held back */
 	bool req_threshold;			/* REQCALLTHRESHOLD enabled */
 	/* [M] VPS_FEAT_* the VMM turned on for these rings */
 	u32 features;
-	u64 unkicked;				/* requests only a recheck found */
-	u64 polled;				/* requests a busy-poll found */
-	u64 poll_idle;				/* busy-polls that timed out */
-	u64 poll_yield;				/* ... that gave the CPU up */
-	u64 bounced;				/* READ/WRITE through bounce pages */
-	/* test hook (debugfs stale_completions): a context to post again */
-	bool stale_armed;
-	u64 stale_ctx;
-	u64 stale_posted;
 	struct pvscsi_rings_state __user *rs;
 	u64 rs_ppn;				/* SETUP_RINGS's, to retranslate */
 	/* [M] queues 0 .. nr_queues - 1 are set up (0: no rings) */
@@ -293,50 +340,81 @@ struct vps_dev {
 		u64 size;			/* bytes */
 	} log;
 
-	/*
-	 * requests consumed and not yet completed, of every queue (one on
-	 * its queue's cmp_backlog is there instead): [M]
-	 */
-	struct list_head inflight;
-	u32 nr_inflight;			/* every queue's, and backlogs */
-
-	/* the worker's wake-up reasons, per queue; lock-free producers */
-	unsigned long events;
-#define VPS_EV_KICK(q)	(q)			/* queue q's doorbell */
-#define VPS_EV_CALL(q)	(VPS_MAX_QUEUES + (q))	/* a held interrupt is due */
-#define VPS_EV_KICKS	GENMASK(VPS_MAX_QUEUES - 1, 0)
-#define VPS_EV_CALLS	GENMASK(2 * VPS_MAX_QUEUES - 1, VPS_MAX_QUEUES)
-	struct llist_head done;			/* backing I/O completed */
-	atomic_t io_pending;			/* submitted, not yet done */
-	wait_queue_head_t io_wait;		/* io_pending reaching 0 */
-
-	void *scratch;				/* [M] emulation buffer */
 	struct dentry *debugfs;
 	struct work_struct release_work;	/* a release behind a hung LUN */
-	struct vps_stats stats;			/* [M] */
+	struct vps_pcpu_stats __percpu *pstats;
 };
 
 /*
- * Wake the worker: from the kick eventfd (atomic context), a backing
- * I/O's completion (any context) and the ioctls that leave it work.
+ * Wake @q's worker: from its kick eventfd (atomic context), a backing
+ * I/O's completion (any context), its coalescing timer and the ioctls
+ * that leave it work.
  */
 #ifdef VPS_HAVE_VHOST_TASK
-static inline void vps_worker_wake(struct vps_dev *dev)
+static inline void vps_queue_wake(struct vps_queue *q)
 {
+	struct vhost_task *vtsk = READ_ONCE(q->worker.vtsk);
+
 	/*
 	 * A killed vhost_task exits: vps_owner_gone() stops every source of
-	 * wake-ups (kick, I/O completions, ioctls) before it returns to let
-	 * it go; completions call this under io_wait.lock for that.
+	 * wake-ups (kick, I/O completions, timers, ioctls) before it returns
+	 * to let it go; completions and timers call this under the queue's
+	 * io_wait.lock for that.
 	 */
-	if (dev->worker.vtsk && !READ_ONCE(dev->owner_gone))
-		vhost_task_wake(dev->worker.vtsk);
+	if (vtsk && !READ_ONCE(q->dev->owner_gone))
+		vhost_task_wake(vtsk);
 }
 #else
-static inline void vps_worker_wake(struct vps_dev *dev)
+static inline void vps_queue_wake(struct vps_queue *q)
 {
-	if (dev->worker.task)
-		wake_up_process(dev->worker.task);
+	struct task_struct *task = READ_ONCE(q->worker.task);
+
+	if (task)
+		wake_up_process(task);
 }
 #endif
+
+static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n)
+{
+	this_cpu_add(*(u64 __percpu *)((u8 __percpu *)dev->pstats + off), n);
+}
+
+/* the control path's lock: dev->mutex, then every queue's */
+static inline void vps_dev_lock(struct vps_dev *dev)
+{
+	u32 i;
+
+	mutex_lock(&dev->mutex);
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		mutex_lock_nest_lock(&dev->q[i].lock, &dev->mutex);
+}
+
+static inline void vps_dev_unlock(struct vps_dev *dev)
+{
+	u32 i = VPS_MAX_QUEUES;
+
+	while (i--)
+		mutex_unlock(&dev->q[i].lock);
+	mutex_unlock(&dev->mutex);
+}
+
+/* requests of every queue consumed and not yet completed ([M]) */
+static inline u32 vps_nr_inflight(struct vps_dev *dev)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		n += READ_ONCE(dev->q[i].nr_inflight);
+	return n;
+}
+
+static inline int vps_io_pending(struct vps_dev *dev)
+{
+	int i, n = 0;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		n += atomic_read(&dev->q[i].io_pending);
+	return n;
+}
 
 #endif /* _VPS_H */

@@ -4,7 +4,8 @@
  * the VMM opened and handed over: its lifetime (the last reference may go
  * in the worker) and its lookup; and the asynchronous O_DIRECT I/O on it
  * (kiocb + read_iter/write_iter), whose completion puts the request on
- * dev->done and wakes the worker, and the wait for that I/O to drain.
+ * its queue's done list and wakes that queue's worker, and the wait for
+ * that I/O to drain.
  *
  * Layering: the bottom, the I/O interface of vps_io.h; called by the SCSI
  * target (submission, lookup), the rings (references, the drain) and the
@@ -88,7 +89,7 @@ bool vps_target_present(struct vps_dev *dev, u32 target)
 static void vps_iocb_done(struct kiocb *iocb, long ret)
 {
 	struct vps_req *req = container_of(iocb, struct vps_req, iocb);
-	struct vps_dev *dev = req->dev;
+	struct vps_queue *q = req->q;
 	unsigned long flags;
 
 	req->ret = ret;
@@ -100,19 +101,20 @@ static void vps_iocb_done(struct kiocb *iocb, long ret)
 	 */
 	if (req->write && !req->lun->is_bdev)
 		kiocb_end_write(iocb);
-	llist_add(&req->done_node, &dev->done);
+	llist_add(&req->done_node, &q->done);
 	/*
 	 * Last touch of dev: a waiter for io_pending == 0 checks it under the
 	 * same lock, so it cannot free dev before we drop the lock.  The
-	 * wake-up is under it too: vps_owner_gone() marks the worker gone
-	 * under this lock and then lets it exit without waiting for the
-	 * backing I/O, so no completion may be half way into waking it.
+	 * wake-up is under it too: vps_owner_gone() marks the workers gone
+	 * and takes this lock before it lets them exit without waiting for
+	 * the backing I/O, so no completion may be half way into waking one.
+	 * The queue's own lock: completions of two queues share none.
 	 */
-	spin_lock_irqsave(&dev->io_wait.lock, flags);
-	vps_worker_wake(dev);
-	if (atomic_dec_and_test(&dev->io_pending))
-		wake_up_locked(&dev->io_wait);
-	spin_unlock_irqrestore(&dev->io_wait.lock, flags);
+	spin_lock_irqsave(&q->io_wait.lock, flags);
+	vps_queue_wake(q);
+	if (atomic_dec_and_test(&q->io_pending))
+		wake_up_locked(&q->io_wait);
+	spin_unlock_irqrestore(&q->io_wait.lock, flags);
 }
 
 /* submit READ/WRITE to the backing file; the target calls this */
@@ -127,8 +129,8 @@ void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
 	iocb->ki_pos = pos;
 	iocb->ki_complete = vps_iocb_done;
 	iocb->ki_flags |= IOCB_DIRECT;
-	atomic_inc(&dev->io_pending);
-	dev->stats.rw_ios++;
+	atomic_inc(&req->q->io_pending);
+	vps_count(dev, s.rw_ios);
 	if (req->write) {
 		iocb->ki_flags |= IOCB_WRITE;
 		if (fua)
@@ -145,10 +147,10 @@ void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
 }
 
 /*
- * Wait until no backing I/O is in flight.  The caller holds dev->mutex
- * and has raised dev->quiesce so that the worker submits nothing new; the
- * mutex is dropped while waiting so completions can run (and another
- * reset can come in and wait too).
+ * Wait until no backing I/O is in flight, on any queue.  The caller holds
+ * vps_dev_lock() and has raised dev->quiesce so that no worker submits
+ * anything new; the locks are dropped while waiting so completions can
+ * run (and another reset can come in and wait too).
  *
  * A hung LUN (a suspended dm device, a dead NFS server) makes this wait
  * last.  @killable: the caller is the VMM's own thread (a reset), and a
@@ -160,23 +162,30 @@ void vps_submit_io(struct vps_dev *dev, struct vps_req *req,
 int vps_io_drain(struct vps_dev *dev, bool killable)
 {
 	int ret = 0;
+	u32 i;
 
-	mutex_unlock(&dev->mutex);
-	if (killable) {
-		/* -ERESTARTSYS: the VMM dies and never sees it; say EINTR */
-		if (wait_event_killable(dev->io_wait,
-					!atomic_read(&dev->io_pending)))
-			ret = -EINTR;
-	} else {
-		wait_event(dev->io_wait, !atomic_read(&dev->io_pending));
+	vps_dev_unlock(dev);
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		if (killable) {
+			/* -ERESTARTSYS: the VMM dies, never sees it; say EINTR */
+			if (wait_event_killable(q->io_wait,
+						!atomic_read(&q->io_pending))) {
+				ret = -EINTR;
+				break;
+			}
+		} else {
+			wait_event(q->io_wait, !atomic_read(&q->io_pending));
+		}
+		/*
+		 * The completion that brought io_pending to 0 wakes us under
+		 * io_wait.lock: taking it here waits until that completion is
+		 * done with dev (a release may free dev next).
+		 */
+		spin_lock_irq(&q->io_wait.lock);
+		spin_unlock_irq(&q->io_wait.lock);
 	}
-	/*
-	 * The completion that brought io_pending to 0 wakes us under
-	 * io_wait.lock: taking it here waits until that completion is done
-	 * with dev (a release may free dev next).
-	 */
-	spin_lock_irq(&dev->io_wait.lock);
-	spin_unlock_irq(&dev->io_wait.lock);
-	mutex_lock(&dev->mutex);
+	vps_dev_lock(dev);
 	return ret;
 }

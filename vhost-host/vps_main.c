@@ -67,28 +67,47 @@ atomic_t vps_stale_left = ATOMIC_INIT(0);
 /* ioctls                                                                 */
 /* ---------------------------------------------------------------------- */
 
+/* the per-CPU counters, summed (a snapshot: read without a lock) */
+static void vps_stats_sum(struct vps_dev *dev, struct vps_pcpu_stats *sum)
+{
+	u64 *t = (u64 *)sum;
+	int cpu;
+	u32 i;
+
+	static_assert(sizeof(*sum) % sizeof(u64) == 0);
+	memset(sum, 0, sizeof(*sum));
+	for_each_possible_cpu(cpu) {
+		const u64 *p = (const u64 *)per_cpu_ptr(dev->pstats, cpu);
+
+		for (i = 0; i < sizeof(*sum) / sizeof(u64); i++)
+			t[i] += READ_ONCE(p[i]);
+	}
+}
+
 static int vps_dev_show(struct seq_file *m, void *v)
 {
 	struct vps_dev *dev = m->private;
-	const struct vps_stats *st = &dev->stats;
+	struct vps_pcpu_stats sum;
+	const struct vps_stats *st = &sum.s;
 	u32 i;
 
-	mutex_lock(&dev->mutex);
+	vps_stats_sum(dev, &sum);
+	vps_dev_lock(dev);
 	seq_printf(m, "owner %d\nrings %d broken %d threshold %d msg %d\n",
 		   dev->owner ? task_pid_nr(dev->owner) : 0, dev->rings_ok,
 		   dev->broken, dev->req_threshold, dev->msg_ok);
 	seq_printf(m, "req_cons %u cmp_prod %u msg_prod %u in_flight %u io_pending %d\n",
 		   dev->q[0].req_cons, dev->q[0].cmp_prod, dev->msg_prod,
-		   dev->nr_inflight, atomic_read(&dev->io_pending));
+		   vps_nr_inflight(dev), vps_io_pending(dev));
 	seq_printf(m, "kicks %llu requests %llu completions %llu calls %llu\n",
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
 		   st->rw_ios, st->emulated, st->errors_guest, st->errors_backing);
 	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu poll_idle %llu poll_yield %llu coalesced %llu\n",
-		   st->aborts, st->resets, st->msgs, dev->unkicked, dev->polled,
-		   dev->poll_idle, dev->poll_yield, dev->coalesced);
+		   st->aborts, st->resets, st->msgs, sum.unkicked, sum.polled,
+		   sum.poll_idle, sum.poll_yield, sum.coalesced);
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
-		   dev->bounced, dev->stale_posted, st->calls_suppressed, dev->features);
+		   sum.bounced, sum.stale_posted, st->calls_suppressed, dev->features);
 	seq_printf(m, "queues %u\n", dev->nr_queues);
 	for (i = 0; i < dev->nr_queues; i++) {
 		const struct vps_queue *q = &dev->q[i];
@@ -98,7 +117,7 @@ static int vps_dev_show(struct seq_file *m, void *v)
 			   i, q->req_cons, q->cmp_prod, q->nr_inflight, q->kicks,
 			   q->requests, q->calls);
 	}
-	mutex_unlock(&dev->mutex);
+	vps_dev_unlock(dev);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vps_dev);
@@ -123,8 +142,7 @@ static int vps_set_owner(struct vps_dev *dev)
 	 */
 	dev->mm = current->mm;
 	mmgrab(dev->mm);
-	snprintf(name, sizeof(name), "vhost-pvscsi-%d", task_pid_nr(current));
-	ret = vps_worker_start(dev, name);
+	ret = vps_worker_start(&dev->q[0]);
 	if (ret) {
 		mmdrop(dev->mm);
 		dev->mm = NULL;
@@ -210,7 +228,7 @@ static int vps_set_mem_table(struct vps_dev *dev, void __user *argp)
 	if (dev->rings_ok && vps_map_rings(dev)) {
 		pr_warn_ratelimited("adapter of pid %d: ring pages outside the new memory table, rings dropped\n",
 				    task_pid_nr(dev->owner));
-		dev->stats.errors_guest++;
+		vps_count(dev, s.errors_guest);
 		vps_drop_rings(dev);
 		vps_drain_backlog(dev);
 	}
@@ -317,7 +335,7 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 		return -EFAULT;
 	if (!dev->mem)
 		return -EINVAL;
-	if (dev->nr_inflight)
+	if (vps_nr_inflight(dev))
 		return -EBUSY;	/* ADAPTER_RESET first */
 	nreq = le32_to_cpu(c.req_ring_num_pages);
 	ncmp = le32_to_cpu(c.cmp_ring_num_pages);
@@ -345,7 +363,6 @@ static int vps_setup_rings(struct vps_dev *dev, void __user *argp, bool resume)
 		vps_drop_rings(dev);
 		return ret;
 	}
-	dev->stale_armed = false;
 	dev->rings_ok = true;
 	vps_kick_worker(q);
 	return 0;
@@ -371,6 +388,10 @@ static int vps_setup_queue(struct vps_dev *dev, void __user *argp, bool resume)
 	q = &dev->q[index];
 	if (q->nr_inflight)
 		return -EBUSY;	/* requests of a queue dropped, still running */
+	/* its own worker: the queues share no thread and no lock */
+	ret = vps_worker_start(q);
+	if (ret)
+		return ret;
 	q->nreq_pages = le32_to_cpu(c.req_ring_num_pages);
 	q->ncmp_pages = le32_to_cpu(c.cmp_ring_num_pages);
 	memcpy(q->req_ppns, c.req_ring_ppns, sizeof(q->req_ppns));
@@ -443,6 +464,7 @@ static int vps_set_call(struct vps_dev *dev, void __user *argp)
 static int vps_set_kick(struct vps_dev *dev, void __user *argp)
 {
 	struct vps_eventfd e;
+	int ret;
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
@@ -452,6 +474,10 @@ static int vps_set_kick(struct vps_dev *dev, void __user *argp)
 		vps_kick_stop(&dev->q[e.index]);
 		return 0;
 	}
+	/* the doorbell wakes the queue's worker: it exists from here on */
+	ret = vps_worker_start(&dev->q[e.index]);
+	if (ret)
+		return ret;
 	return vps_kick_start(&dev->q[e.index], e.fd);
 }
 
@@ -638,7 +664,7 @@ static int vps_reset(struct vps_dev *dev, void __user *argp)
 	if (r.kind != VPS_RESET_ADAPTER)
 		vps_consume_cancelling(dev, BTSTAT_BUSRESET, &s);
 	vps_mark_aborted(dev, BTSTAT_BUSRESET, &s);
-	dev->stats.resets++;
+	vps_count(dev, s.resets);
 	/*
 	 * Behind a hung LUN this waits as long as the LUN hangs, in the
 	 * VMM's vCPU thread: the guest reuses what a reset covers at once,
@@ -687,7 +713,7 @@ static int vps_abort(struct vps_dev *dev, void __user *argp)
 	if (!found)
 		return -ENOENT;
 	/* the backing I/O cannot be cancelled: it completes as aborted */
-	dev->stats.aborts++;
+	vps_count(dev, s.aborts);
 	return 0;
 }
 
@@ -735,18 +761,17 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return put_user((u32)(VPS_FEATURES_ALL | VPS_FEAT_MULTIQUEUE),
 				(u32 __user *)argp);
 	case VPS_GET_STATS: {
-		struct vps_stats st;
+		struct vps_pcpu_stats sum;
 
-		mutex_lock(&dev->mutex);
-		st = dev->stats;
-		st.in_flight = dev->nr_inflight;
-		st.pinned_pages = atomic_read(&dev->io_pending);
-		mutex_unlock(&dev->mutex);
-		return copy_to_user(argp, &st, sizeof(st)) ? -EFAULT : 0;
+		/* a snapshot, without stopping the workers */
+		vps_stats_sum(dev, &sum);
+		sum.s.in_flight = vps_nr_inflight(dev);
+		sum.s.pinned_pages = vps_io_pending(dev);
+		return copy_to_user(argp, &sum.s, sizeof(sum.s)) ? -EFAULT : 0;
 	}
 	}
 
-	mutex_lock(&dev->mutex);
+	vps_dev_lock(dev);
 	if (cmd == VHOST_SET_OWNER) {
 		ret = vps_fail_now(VPS_FAIL_SET_OWNER) ? -EIO : vps_set_owner(dev);
 		goto out;
@@ -816,7 +841,7 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		break;
 	}
 out:
-	mutex_unlock(&dev->mutex);
+	vps_dev_unlock(dev);
 	return ret;
 }
 
@@ -831,16 +856,12 @@ static int vps_open(struct inode *inode, struct file *f)
 
 	if (!dev)
 		return -ENOMEM;
-	dev->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
-	if (!dev->scratch) {
+	dev->pstats = alloc_percpu_gfp(struct vps_pcpu_stats, GFP_KERNEL_ACCOUNT);
+	if (!dev->pstats) {
 		kvfree(dev);
 		return -ENOMEM;
 	}
 	mutex_init(&dev->mutex);
-	INIT_LIST_HEAD(&dev->inflight);
-	init_llist_head(&dev->done);
-	init_waitqueue_head(&dev->io_wait);
-	atomic_set(&dev->io_pending, 0);
 	vps_queues_init(dev);
 	f->private_data = dev;
 	atomic_long_inc(&vps_open_devs);
@@ -862,21 +883,25 @@ static void vps_release_finish(struct vps_dev *dev)
 	struct vps_req *req, *tmp;
 	u32 i;
 
-	mutex_lock(&dev->mutex);
+	vps_dev_lock(dev);
 	vps_wait_io(dev);
 	/* for good: no interrupt is held from here on (vps_coalesce_hold) */
 	dev->quiesce++;
-	mutex_unlock(&dev->mutex);
-	/* the timers wake the worker: they go before the worker does */
+	vps_dev_unlock(dev);
+	/* the timers wake the workers: they go before the workers do */
 	vps_coalesce_cancel(dev);
 	vps_worker_stop(dev);
-	/* the worker is gone; nothing else can touch dev now */
+	/* the workers are gone; nothing else can touch dev now */
 	vps_process_done(dev);
-	for (i = 0; i < VPS_MAX_QUEUES; i++)
-		list_for_each_entry_safe(req, tmp, &dev->q[i].cmp_backlog, node)
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		list_for_each_entry_safe(req, tmp, &q->cmp_backlog, node)
 			vps_req_free(dev, req);
-	list_for_each_entry_safe(req, tmp, &dev->inflight, node)
-		vps_req_free(dev, req);
+		list_for_each_entry_safe(req, tmp, &q->inflight, node)
+			vps_req_free(dev, req);
+		kfree(q->scratch);
+	}
 	vps_put_owner_refs(dev);
 	/*
 	 * LUNs whose last reference went in the worker are freed by a
@@ -888,7 +913,7 @@ static void vps_release_finish(struct vps_dev *dev)
 		mmdrop(dev->mm);
 	if (dev->owner)
 		put_task_struct(dev->owner);
-	kfree(dev->scratch);
+	free_percpu(dev->pstats);
 	kvfree(dev);
 	atomic_long_dec(&vps_open_devs);
 }
@@ -907,7 +932,7 @@ static int vps_release(struct inode *inode, struct file *f)
 	struct vps_dev *dev = f->private_data;
 
 	debugfs_remove(dev->debugfs);
-	mutex_lock(&dev->mutex);
+	vps_dev_lock(dev);
 	vps_kick_stop_all(dev);
 	/*
 	 * Nothing more goes to guest memory: on owner exit we may run
@@ -916,8 +941,8 @@ static int vps_release(struct inode *inode, struct file *f)
 	 */
 	vps_drop_rings(dev);
 	dev->quiesce++;		/* for good: dev goes */
-	mutex_unlock(&dev->mutex);
-	if (atomic_read(&dev->io_pending)) {
+	vps_dev_unlock(dev);
+	if (vps_io_pending(dev)) {
 		/*
 		 * A LUN that does not answer (a suspended dm device, a dead
 		 * NFS server) must not hang the VMM's close: finish when it

@@ -182,7 +182,7 @@ static void vps_log_pages(struct vps_dev *dev, u64 first, u64 last)
 		/* the memory table was checked against the size: no overrun */
 		if (first >= nbits ||
 		    pin_user_pages_fast(addr, 1, FOLL_WRITE, &pg) != 1) {
-			dev->stats.log_errors += last - first + 1;
+			vps_count_add(dev, s.log_errors, last - first + 1);
 			return;
 		}
 		n = min(n, nbits - first);
@@ -191,7 +191,7 @@ static void vps_log_pages(struct vps_dev *dev, u64 first, u64 last)
 			set_bit(bit + i, map);
 		kunmap_local(map);
 		unpin_user_pages_dirty_lock(&pg, 1, true);
-		dev->stats.log_pages += n;
+		vps_count_add(dev, s.log_pages, n);
 		first += n;
 	}
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vhost_pvscsi: the rings and the worker.  The ring pages the guest gave
- * to SETUP_RINGS and SETUP_MSG_RING, translated through the memory table;
- * the request ring walk (each descriptor copied once and validated, then
- * handed to the SCSI target); the completion ring and its backlog; the
- * message ring; the worker (a vhost_task, or a kthread on 6.1) and the
- * kick eventfd that wakes it; and what resets, aborts and the owner's exit
- * do to all of that.
+ * vhost_pvscsi: the rings and the workers.  The ring pages the guest gave
+ * to SETUP_RINGS, EXT_SETUP_QUEUES and SETUP_MSG_RING, translated through
+ * the memory table; the request ring walk (each descriptor copied once and
+ * validated, then handed to the SCSI target); the completion rings and
+ * their backlogs; the message ring; a worker per queue (a vhost_task, or
+ * a kthread on 6.1), each under its queue's lock, and the kick eventfd
+ * that wakes it; and what resets, aborts and the owner's exit do to all
+ * of that.
  *
  * Layering: called by the control plane (vps_main.c) through vps_ring.h;
  * calls down into the SCSI target (vps_scsi.h) and the I/O interface
@@ -160,13 +161,14 @@ int vps_rs_put(struct vps_dev *dev, __le32 __user *field, u32 val)
 	return 0;
 }
 
+/* any queue's worker, or the control path: a latch until a reset */
 static void vps_break(struct vps_dev *dev, const char *why)
 {
-	if (!dev->broken)
+	if (!READ_ONCE(dev->broken))
 		pr_warn_ratelimited("adapter of pid %d stopped: %s (reset clears it)\n",
 				    dev->owner ? task_pid_nr(dev->owner) : 0, why);
-	dev->broken = true;
-	dev->stats.errors_guest++;
+	WRITE_ONCE(dev->broken, true);
+	vps_count(dev, s.errors_guest);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -176,7 +178,6 @@ static void vps_break(struct vps_dev *dev, const char *why)
 void vps_req_free(struct vps_dev *dev, struct vps_req *req)
 {
 	list_del(&req->node);
-	dev->nr_inflight--;
 	req->q->nr_inflight--;
 	if (req->active)
 		atomic_dec(&req->lun->outstanding);
@@ -237,14 +238,13 @@ static bool vps_post_desc(struct vps_queue *q, const struct pvscsi_cmp_desc *c)
  * command the device gave up on would: a guest driver that matched
  * completions by tag alone would fail the new command with it, and the
  * test sees that as an I/O error (an early success would go unseen when
- * the data lands before the guest looks).  It goes on the new command's
- * queue.
+ * the data lands before the guest looks).  Armed and fired on one queue.
  */
-static void vps_stale_arm(struct vps_dev *dev, u64 context)
+static void vps_stale_arm(struct vps_queue *q, u64 context)
 {
-	if (!dev->stale_armed) {
-		dev->stale_ctx = context;
-		dev->stale_armed = true;
+	if (!q->stale_armed) {
+		q->stale_ctx = context;
+		q->stale_armed = true;
 	}
 }
 
@@ -254,17 +254,17 @@ static void vps_stale_fire(struct vps_queue *q, u64 context)
 	struct vps_dev *dev = q->dev;
 	struct pvscsi_cmp_desc c = {};
 
-	if (lower_32_bits(context) != lower_32_bits(dev->stale_ctx) ||
+	if (lower_32_bits(context) != lower_32_bits(q->stale_ctx) ||
 	    !vps_cmp_room(q))
 		return;
-	dev->stale_armed = false;
+	q->stale_armed = false;
 	if (!atomic_add_unless(&vps_stale_left, -1, 0))
 		return;
-	c.context = cpu_to_le64(dev->stale_ctx);
+	c.context = cpu_to_le64(q->stale_ctx);
 	c.host_status = cpu_to_le16(BTSTAT_SELTIMEO);
 	c.scsi_status = cpu_to_le16(SAM_STAT_GOOD);
 	if (vps_post_desc(q, &c)) {
-		dev->stale_posted++;
+		vps_count(dev, stale_posted);
 		q->need_call = true;
 	}
 }
@@ -299,15 +299,15 @@ static bool vps_post(struct vps_dev *dev, struct vps_req *req)
 			vps_log_write(dev, s, n);
 			c.sense_len = cpu_to_le32(n);
 		} else {
-			dev->stats.errors_guest++;
+			vps_count(dev, s.errors_guest);
 		}
 	}
 
 	if (!vps_post_desc(q, &c))
 		return false;
-	dev->stats.completions++;
+	vps_count(dev, s.completions);
 	if (unlikely(atomic_read(&vps_stale_left)))
-		vps_stale_arm(dev, req->context);
+		vps_stale_arm(q, req->context);
 	return true;
 }
 
@@ -328,7 +328,7 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 		atomic_dec(&req->lun->outstanding);
 		req->active = false;
 	}
-	if (!q->ok || dev->broken) {
+	if (!q->ok || READ_ONCE(dev->broken)) {
 		/* adapter reset, queue gone or broken: nobody can receive it */
 		vps_req_free(dev, req);
 		return false;
@@ -375,12 +375,12 @@ void vps_call(struct vps_queue *q)
 		hrtimer_try_to_cancel(&q->coalesce_timer);
 	}
 	if ((dev->features & VPS_FEAT_CMP_EVENT_IDX) && !vps_event_wanted(q)) {
-		dev->stats.calls_suppressed++;
+		vps_count(dev, s.calls_suppressed);
 		return;
 	}
 	if (q->call) {
 		vps_eventfd_signal(q->call);
-		dev->stats.calls++;
+		vps_count(dev, s.calls);
 		q->calls++;
 	}
 }
@@ -402,8 +402,8 @@ void vps_call_all(struct vps_dev *dev)
  * interrupt for what a round posted waits up to coalesce_us for the
  * completions that follow, or until VPS_COALESCE_MAX of them are posted;
  * the last request in flight is signalled at once, so queue depth 1 waits
- * for nothing.  The timer only wakes the worker, which raises the
- * interrupt under @mutex like every other.  ESXi coalesces PVSCSI's
+ * for nothing.  The timer only wakes the queue's worker, which raises the
+ * interrupt under the queue's lock like every other.  ESXi coalesces PVSCSI's
  * interrupts too.  True when the interrupt is held.
  */
 static bool vps_coalesce_hold(struct vps_queue *q)
@@ -416,7 +416,7 @@ static bool vps_coalesce_hold(struct vps_queue *q)
 		return false;
 	if (!q->coalesce_armed) {
 		q->coalesce_armed = true;
-		dev->coalesced++;
+		vps_count(dev, coalesced);
 		hrtimer_start(&q->coalesce_timer, us * NSEC_PER_USEC,
 			      HRTIMER_MODE_REL);
 	}
@@ -426,14 +426,13 @@ static bool vps_coalesce_hold(struct vps_queue *q)
 static enum hrtimer_restart vps_coalesce_due(struct hrtimer *t)
 {
 	struct vps_queue *q = container_of(t, struct vps_queue, coalesce_timer);
-	struct vps_dev *dev = q->dev;
 	unsigned long flags;
 
-	set_bit(VPS_EV_CALL(q->index), &dev->events);
+	set_bit(VPS_EV_CALL, &q->events);
 	/* under io_wait.lock, as a completion wakes it: see vps_owner_gone() */
-	spin_lock_irqsave(&dev->io_wait.lock, flags);
-	vps_worker_wake(dev);
-	spin_unlock_irqrestore(&dev->io_wait.lock, flags);
+	spin_lock_irqsave(&q->io_wait.lock, flags);
+	vps_queue_wake(q);
+	spin_unlock_irqrestore(&q->io_wait.lock, flags);
 	return HRTIMER_NORESTART;
 }
 
@@ -447,7 +446,12 @@ void vps_queues_init(struct vps_dev *dev)
 
 		q->dev = dev;
 		q->index = i;
+		mutex_init(&q->lock);
 		INIT_LIST_HEAD(&q->cmp_backlog);
+		INIT_LIST_HEAD(&q->inflight);
+		init_llist_head(&q->done);
+		init_waitqueue_head(&q->io_wait);
+		atomic_set(&q->io_pending, 0);
 		hrtimer_init(&q->coalesce_timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL);
 		q->coalesce_timer.function = vps_coalesce_due;
@@ -469,29 +473,31 @@ static bool vps_complete_now(struct vps_dev *dev, struct vps_req *req)
 	return vps_finish(dev, req);
 }
 
-/* post what waited for room in the completion rings, queue by queue */
-bool vps_drain_backlog(struct vps_dev *dev)
+/* post what waited for room in @q's completion ring */
+static void vps_drain_backlog_q(struct vps_queue *q)
 {
+	struct vps_dev *dev = q->dev;
 	struct vps_req *req, *tmp;
-	bool posted = false;
+
+	list_for_each_entry_safe(req, tmp, &q->cmp_backlog, node) {
+		if (!q->ok || READ_ONCE(dev->broken)) {
+			vps_req_free(dev, req);
+			continue;
+		}
+		if (!vps_post(dev, req))
+			break;
+		vps_req_free(dev, req);
+		q->need_call = true;
+	}
+}
+
+/* the same for every queue (the control path) */
+void vps_drain_backlog(struct vps_dev *dev)
+{
 	u32 i;
 
-	for (i = 0; i < VPS_MAX_QUEUES; i++) {
-		struct vps_queue *q = &dev->q[i];
-
-		list_for_each_entry_safe(req, tmp, &q->cmp_backlog, node) {
-			if (!q->ok || dev->broken) {
-				vps_req_free(dev, req);
-				continue;
-			}
-			if (!vps_post(dev, req))
-				break;
-			vps_req_free(dev, req);
-			posted = true;
-			q->need_call = true;
-		}
-	}
-	return posted;
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		vps_drain_backlog_q(&dev->q[i]);
 }
 
 /* is any completion waiting for ring room? */
@@ -505,19 +511,27 @@ bool vps_backlog_any(struct vps_dev *dev)
 	return false;
 }
 
-/* post the backing I/O that completed (vps_io.c put it on dev->done) */
-bool vps_process_done(struct vps_dev *dev)
+/* post @q's backing I/O that completed (vps_io.c put it on q->done) */
+static void vps_process_done_q(struct vps_queue *q)
 {
-	struct llist_node *list = llist_del_all(&dev->done);
+	struct llist_node *list = llist_del_all(&q->done);
+	struct vps_dev *dev = q->dev;
 	struct vps_req *req, *tmp;
-	bool posted = false;
 
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(req, tmp, list, done_node) {
 		vps_scsi_complete_io(dev, req);
-		posted |= vps_finish(dev, req);
+		vps_finish(dev, req);
 	}
-	return posted;
+}
+
+/* the same for every queue (the control path) */
+void vps_process_done(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		vps_process_done_q(&dev->q[i]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -534,8 +548,7 @@ static struct vps_req *vps_req_alloc(struct vps_queue *q)
 	memset(req, 0, offsetof(struct vps_req, iov));
 	req->dev = dev;
 	req->q = q;
-	list_add_tail(&req->node, &dev->inflight);
-	dev->nr_inflight++;
+	list_add_tail(&req->node, &q->inflight);
 	q->nr_inflight++;
 	atomic_long_inc(&vps_inflight_reqs);
 	return req;
@@ -553,7 +566,7 @@ static bool vps_scope_has(const struct vps_scope *s, const struct vps_req *req)
 /* the target answered a request at once, without backing I/O */
 static void vps_req_done_sync(struct vps_dev *dev, struct vps_req *req)
 {
-	dev->stats.emulated++;
+	vps_count(dev, s.emulated);
 	vps_complete_now(dev, req);
 }
 
@@ -568,10 +581,10 @@ static bool vps_handle_desc(struct vps_queue *q,
 
 	if (!req)
 		return false;
-	dev->stats.requests++;
+	vps_count(dev, s.requests);
 	q->requests++;
 	req->context = le64_to_cpu(d->context);
-	if (unlikely(dev->stale_armed))
+	if (unlikely(q->stale_armed))
 		vps_stale_fire(q, req->context);
 	req->data_len = le64_to_cpu(d->data_len);
 	req->sense_addr = le64_to_cpu(d->sense_addr);
@@ -624,7 +637,7 @@ static bool vps_handle_desc(struct vps_queue *q,
 	return true;
 
 bad:
-	dev->stats.errors_guest++;
+	vps_count(dev, s.errors_guest);
 	vps_complete_now(dev, req);
 	return true;
 }
@@ -650,29 +663,28 @@ static bool vps_poll_ring(struct vps_queue *q, u64 *end)
 		return false;
 	if (!*end)
 		*end = now + (u64)us * NSEC_PER_USEC;
-	/* another queue's doorbell ends it too: one worker serves them all */
-	while (now < *end && !need_resched() &&
-	       !(READ_ONCE(dev->events) & VPS_EV_KICKS & ~BIT(q->index))) {
-		if (!llist_empty(&dev->done)) {
-			vps_process_done(dev);
-			if (dev->broken || !dev->rings_ok)
+	while (now < *end && !need_resched()) {
+		if (!llist_empty(&q->done)) {
+			vps_process_done_q(q);
+			if (READ_ONCE(dev->broken) || !q->ok)
 				return false;
 		}
 		/* what this pass posted reaches the guest now, not after it */
-		vps_call_all(dev);
+		if (q->need_call)
+			vps_call(q);
 		if (vps_rs_get(dev, q->req_prod_idx, &prod))
 			return false;
 		if (prod != q->req_cons) {
-			dev->polled++;
+			vps_count(dev, polled);
 			return true;
 		}
 		cpu_relax();
 		now = local_clock();
 	}
 	if (now < *end)
-		dev->poll_yield++;
+		vps_count(dev, poll_yield);
 	else
-		dev->poll_idle++;
+		vps_count(dev, poll_idle);
 	return false;
 }
 
@@ -778,7 +790,7 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 			vps_break(dev, "rings state unwritable");
 			return false;
 		}
-		if (dev->broken)
+		if (READ_ONCE(dev->broken))
 			return false;
 	}
 	return false;
@@ -814,7 +826,7 @@ void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 	dev->msg_prod++;
 	if (vps_rs_put(dev, &dev->rs->msg_prod_idx, dev->msg_prod))
 		return;
-	dev->stats.msgs++;
+	vps_count(dev, s.msgs);
 	if (dev->call_msg)
 		vps_eventfd_signal(dev->call_msg);
 }
@@ -824,18 +836,22 @@ void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun)
 /* ---------------------------------------------------------------------- */
 
 /*
- * @q's share of a round: its ring when kicked or due a second look, then
- * its interrupt.  Returns true when it wants another round at once.
+ * One round of @q's worker, under the queue's lock: what waited for ring
+ * room, the backing I/O that completed, the ring when kicked or due a
+ * second look, then one interrupt for everything the round posted (or
+ * held a while).  Returns true when it wants another round at once.
  */
-static bool vps_round_queue(struct vps_queue *q)
+static bool vps_round(struct vps_queue *q)
 {
 	struct vps_dev *dev = q->dev;
 	bool again = false, kicked, peek, due;
 	u32 cons;
 
+	mutex_lock(&q->lock);
+	vps_drain_backlog_q(q);
+	vps_process_done_q(q);
 	/* stopped for a migration: the doorbell waits for the way back */
-	kicked = !dev->stopped &&
-		 test_and_clear_bit(VPS_EV_KICK(q->index), &dev->events);
+	kicked = !dev->stopped && test_and_clear_bit(VPS_EV_KICK, &q->events);
 	/*
 	 * Timed by the clock, not by jiffies: on a CPU that does not own the
 	 * tick, jiffies may lag by several ticks (a descheduled vCPU), and
@@ -846,21 +862,21 @@ static bool vps_round_queue(struct vps_queue *q)
 	if (kicked || peek)
 		WRITE_ONCE(q->recheck, false);
 	if (kicked) {
-		dev->stats.kicks++;
+		vps_count(dev, s.kicks);
 		q->kicks++;
 	}
-	if ((kicked || peek) && q->ok && !dev->broken && !dev->quiesce) {
+	if ((kicked || peek) && q->ok && !READ_ONCE(dev->broken) &&
+	    !dev->quiesce) {
 		cons = q->req_cons;
 		again = vps_process_ring(q, peek);
 		/* consumed, so bounded by the work weight */
 		if (peek)
-			dev->unkicked += q->req_cons - cons;
+			vps_count_add(dev, unkicked, q->req_cons - cons);
 		if (again)
-			set_bit(VPS_EV_KICK(q->index), &dev->events);
-		vps_process_done(dev);
+			set_bit(VPS_EV_KICK, &q->events);
+		vps_process_done_q(q);
 	}
-	/* one interrupt for everything this round posted, or held a while */
-	due = test_and_clear_bit(VPS_EV_CALL(q->index), &dev->events);
+	due = test_and_clear_bit(VPS_EV_CALL, &q->events);
 	if (q->need_call && (due || !vps_coalesce_hold(q)))
 		vps_call(q);
 	/*
@@ -869,95 +885,66 @@ static bool vps_round_queue(struct vps_queue *q)
 	 */
 	if (q->cmp_stall && q->nr_inflight < (1u << q->cmp_entries_log2)) {
 		q->cmp_stall = false;
-		set_bit(VPS_EV_KICK(q->index), &dev->events);
+		set_bit(VPS_EV_KICK, &q->events);
 		again = true;
 	}
-	return again;
-}
-
-/*
- * One round over every queue; returns true when the worker should run
- * again at once.  One worker serves all the queues of an adapter, in
- * turn, each with its own work weight.
- */
-static bool vps_round(struct vps_dev *dev)
-{
-	bool again = false;
-	u32 i;
-
-	mutex_lock(&dev->mutex);
-	vps_drain_backlog(dev);
-	vps_process_done(dev);
-	for (i = 0; i < VPS_MAX_QUEUES; i++)
-		again |= vps_round_queue(&dev->q[i]);
-	/* completions posted to queues whose turn came earlier */
-	for (i = 0; i < VPS_MAX_QUEUES; i++)
-		if (dev->q[i].need_call && !vps_coalesce_hold(&dev->q[i]))
-			vps_call(&dev->q[i]);
 	/* a guest that does not consume completions: look again soon */
-	dev->backlog_wait = vps_backlog_any(dev);
-	mutex_unlock(&dev->mutex);
+	WRITE_ONCE(q->backlog_wait, !list_empty(&q->cmp_backlog));
+	mutex_unlock(&q->lock);
 	return again;
 }
 
 /*
- * Is there anything for the worker? (it is about to sleep otherwise)  A
+ * Is there anything for @q's worker? (it is about to sleep otherwise)  A
  * doorbell rung while the adapter is stopped waits for VPS_STOP 0, which
  * wakes the worker: until 2026-12-03 it counted as work, and the worker
  * spun on it for as long as the VM stayed stopped.
  */
-static bool vps_worker_has_work(struct vps_dev *dev)
+static bool vps_worker_has_work(struct vps_queue *q)
 {
-	unsigned long ev = READ_ONCE(dev->events);
+	unsigned long ev = READ_ONCE(q->events);
 
-	return (!READ_ONCE(dev->stopped) && (ev & VPS_EV_KICKS)) ||
-	       (ev & VPS_EV_CALLS) || !llist_empty(&dev->done);
+	return (!READ_ONCE(q->dev->stopped) && (ev & BIT(VPS_EV_KICK))) ||
+	       (ev & BIT(VPS_EV_CALL)) || !llist_empty(&q->done);
 }
 
 /*
  * How long the idle worker may sleep unwoken: a tick while completions
- * wait for ring room, until the first re-armed request ring is due its
- * second look, or for good.
+ * wait for ring room, until the re-armed request ring is due its second
+ * look, or for good.
  */
-static long vps_worker_timeout(struct vps_dev *dev)
+static long vps_worker_timeout(struct vps_queue *q)
 {
-	long t = MAX_SCHEDULE_TIMEOUT;
-	u64 now;
-	u32 i;
+	s64 left;
 
-	if (READ_ONCE(dev->backlog_wait))
+	if (READ_ONCE(q->backlog_wait))
 		return 1;
-	now = ktime_get_ns();
-	for (i = 0; i < VPS_MAX_QUEUES; i++) {
-		s64 left;
-
-		if (!READ_ONCE(dev->q[i].recheck))
-			continue;
-		left = (s64)(READ_ONCE(dev->q[i].recheck_ns) - now);
-		/* an early wake-up only costs a round that does not look yet */
-		t = min_t(long, t, left > 0 ? nsecs_to_jiffies(left) + 1 : 1);
-	}
-	return t;
+	if (!READ_ONCE(q->recheck))
+		return MAX_SCHEDULE_TIMEOUT;
+	left = (s64)(READ_ONCE(q->recheck_ns) - ktime_get_ns());
+	/* an early wake-up only costs a round that does not look yet */
+	return left > 0 ? nsecs_to_jiffies(left) + 1 : 1;
 }
 
 #ifdef VPS_HAVE_VHOST_TASK
 /*
- * vhost_task: the worker is a thread of the owner process, so it shares
- * the owner's mm, is accounted to it (cgroups, limits, ps) and dies with it.
+ * vhost_task: the workers are threads of the owner process, so they share
+ * the owner's mm, are accounted to it (cgroups, limits, ps) and die with
+ * it.
  */
 static bool vps_worker_step(void *data)
 {
-	struct vps_dev *dev = data;
+	struct vps_queue *q = data;
 
-	if (!vps_worker_has_work(dev)) {
-		long t = vps_worker_timeout(dev);
+	if (!vps_worker_has_work(q)) {
+		long t = vps_worker_timeout(q);
 
 		if (t == MAX_SCHEDULE_TIMEOUT)
 			return false;	/* vhost_task sleeps until woken */
 		schedule_timeout(t);
 	}
 	__set_current_state(TASK_RUNNING);
-	vps_round(dev);
+	vps_round(q);
 	/*
 	 * vhost_task_fn() only schedules when we return false, and we
 	 * return true while there is work: yield here, or a busy guest
@@ -971,34 +958,40 @@ static bool vps_worker_step(void *data)
  * The owner's process got SIGKILL or exited, and with it this thread,
  * which is about to exit too: let go of the owner's memory now (the
  * thread's own hold on it goes with it), and make sure nothing wakes a
- * task that is gone.  release() frees the rest.
+ * task that is gone.  The first of the adapter's workers to get here
+ * does it, before any of them exits; release() frees the rest.
  */
 static void vps_worker_killed(void *data)
 {
-	struct vps_dev *dev = data;
+	struct vps_queue *q = data;
 
-	mutex_lock(&dev->mutex);
-	vps_owner_gone(dev);
-	mutex_unlock(&dev->mutex);
+	vps_dev_lock(q->dev);
+	vps_owner_gone(q->dev);
+	vps_dev_unlock(q->dev);
 }
 
-int vps_worker_start(struct vps_dev *dev, const char *name)
+static int vps_worker_create(struct vps_queue *q, const char *name)
 {
 	struct vhost_task *vtsk = vhost_task_create(vps_worker_step,
-						    vps_worker_killed, dev, name);
+						    vps_worker_killed, q, name);
 
 	if (IS_ERR(vtsk))
 		return PTR_ERR(vtsk);
-	dev->worker.vtsk = vtsk;
+	WRITE_ONCE(q->worker.vtsk, vtsk);
 	vhost_task_start(vtsk);
 	return 0;
 }
 
-void vps_worker_stop(struct vps_dev *dev)
+static void vps_worker_destroy(struct vps_queue *q)
 {
-	if (dev->worker.vtsk)
-		vhost_task_stop(dev->worker.vtsk);
-	dev->worker.vtsk = NULL;
+	if (q->worker.vtsk)
+		vhost_task_stop(q->worker.vtsk);
+	WRITE_ONCE(q->worker.vtsk, NULL);
+}
+
+static bool vps_worker_exists(struct vps_queue *q)
+{
+	return q->worker.vtsk;
 }
 #else
 /*
@@ -1006,17 +999,19 @@ void vps_worker_stop(struct vps_dev *dev)
  * a time: between rounds it holds no user of the mm, so the address space
  * goes when the owner's process exits.
  */
-static void vps_kthread_round(struct vps_dev *dev)
+static void vps_kthread_round(struct vps_queue *q)
 {
+	struct vps_dev *dev = q->dev;
+
 	if (!mmget_not_zero(dev->mm)) {
 		/* the owner exited: what it left is let go of here */
-		mutex_lock(&dev->mutex);
+		vps_dev_lock(dev);
 		vps_owner_gone(dev);
-		mutex_unlock(&dev->mutex);
+		vps_dev_unlock(dev);
 		return;
 	}
 	kthread_use_mm(dev->mm);
-	vps_round(dev);
+	vps_round(q);
 	kthread_unuse_mm(dev->mm);
 	/* the owner may have exited meanwhile: the address space goes here */
 	mmput(dev->mm);
@@ -1024,30 +1019,30 @@ static void vps_kthread_round(struct vps_dev *dev)
 
 static int vps_worker_fn(void *data)
 {
-	struct vps_dev *dev = data;
+	struct vps_queue *q = data;
 
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop())
 			break;
-		if (!vps_worker_has_work(dev)) {
-			long t = vps_worker_timeout(dev);
+		if (!vps_worker_has_work(q)) {
+			long t = vps_worker_timeout(q);
 
 			schedule_timeout(t);
 			if (t == MAX_SCHEDULE_TIMEOUT)
 				continue;
 		}
 		__set_current_state(TASK_RUNNING);
-		vps_kthread_round(dev);
+		vps_kthread_round(q);
 		cond_resched();
 	}
 	__set_current_state(TASK_RUNNING);
 	return 0;
 }
 
-int vps_worker_start(struct vps_dev *dev, const char *name)
+static int vps_worker_create(struct vps_queue *q, const char *name)
 {
-	struct task_struct *task = kthread_create(vps_worker_fn, dev, "%s", name);
+	struct task_struct *task = kthread_create(vps_worker_fn, q, "%s", name);
 	int ret;
 
 	if (IS_ERR(task))
@@ -1062,23 +1057,64 @@ int vps_worker_start(struct vps_dev *dev, const char *name)
 		kthread_stop(task);
 		return ret;
 	}
-	dev->worker.task = task;
+	WRITE_ONCE(q->worker.task, task);
 	wake_up_process(task);
 	return 0;
 }
 
-void vps_worker_stop(struct vps_dev *dev)
+static void vps_worker_destroy(struct vps_queue *q)
 {
-	if (dev->worker.task)
-		kthread_stop(dev->worker.task);
-	dev->worker.task = NULL;
+	if (q->worker.task)
+		kthread_stop(q->worker.task);
+	WRITE_ONCE(q->worker.task, NULL);
+}
+
+static bool vps_worker_exists(struct vps_queue *q)
+{
+	return q->worker.task;
 }
 #endif
 
+/*
+ * @q's worker, and its emulation buffer, unless it has them: queue 0's
+ * with the owner, the others' when the VMM first sets them up or gives
+ * them a doorbell.  Caller: the owner, under vps_dev_lock().
+ */
+int vps_worker_start(struct vps_queue *q)
+{
+	/* longer than a comm: the kernel cuts it, as it did before queues */
+	char name[40];
+
+	if (vps_worker_exists(q))
+		return 0;
+	if (!q->scratch) {
+		q->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
+		if (!q->scratch)
+			return -ENOMEM;
+	}
+	/* queue 0's keeps the name it had before there were queues */
+	if (q->index)
+		snprintf(name, sizeof(name), "vhost-pvscsi-%d.%u",
+			 task_pid_nr(current), q->index);
+	else
+		snprintf(name, sizeof(name), "vhost-pvscsi-%d",
+			 task_pid_nr(current));
+	return vps_worker_create(q, name);
+}
+
+/* every queue's worker (without dev->mutex: a killed one takes it) */
+void vps_worker_stop(struct vps_dev *dev)
+{
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		vps_worker_destroy(&dev->q[i]);
+}
+
 void vps_kick_worker(struct vps_queue *q)
 {
-	set_bit(VPS_EV_KICK(q->index), &q->dev->events);
-	vps_worker_wake(q->dev);
+	set_bit(VPS_EV_KICK, &q->events);
+	vps_queue_wake(q);
 }
 
 /* every queue set up gets a look (a reset, VPS_STOP 0) */
@@ -1087,8 +1123,7 @@ void vps_kick_all(struct vps_dev *dev)
 	u32 i;
 
 	for (i = 0; i < dev->nr_queues; i++)
-		set_bit(VPS_EV_KICK(i), &dev->events);
-	vps_worker_wake(dev);
+		vps_kick_worker(&dev->q[i]);
 }
 
 /* eventfd wake-up: the guest rang a doorbell (atomic context) */
@@ -1159,7 +1194,7 @@ int vps_kick_start(struct vps_queue *q, int fd)
 
 /*
  * Wait until no backing I/O is in flight (vps_io_drain(), which drops
- * dev->mutex meanwhile), then collect the results.
+ * vps_dev_lock() meanwhile), then collect the results.
  */
 void vps_wait_io(struct vps_dev *dev)
 {
@@ -1189,10 +1224,10 @@ u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 	struct vps_req *req;
 	u32 i, n = 0;
 
-	/* list 0: consumed and not done; then each queue's backlog */
-	for (i = 0; i <= VPS_MAX_QUEUES; i++) {
-		struct list_head *list = i ? &dev->q[i - 1].cmp_backlog :
-					     &dev->inflight;
+	/* each queue's consumed and not done, then its backlog */
+	for (i = 0; i < 2 * VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i / 2];
+		struct list_head *list = i % 2 ? &q->cmp_backlog : &q->inflight;
 
 		list_for_each_entry(req, list, node) {
 			if (!vps_scope_has(s, req))
@@ -1259,12 +1294,13 @@ void vps_drop_queues(struct vps_dev *dev, u32 from)
 			q->coalesce_armed = false;
 			hrtimer_try_to_cancel(&q->coalesce_timer);
 		}
-		clear_bit(VPS_EV_CALL(i), &dev->events);
+		clear_bit(VPS_EV_CALL, &q->events);
+		q->stale_armed = false;
 		q->req_cons = 0;
 		q->cmp_prod = 0;
 		memset(q->req_pages, 0, sizeof(q->req_pages));
 		memset(q->cmp_pages, 0, sizeof(q->cmp_pages));
-		clear_bit(VPS_EV_KICK(i), &dev->events);
+		clear_bit(VPS_EV_KICK, &q->events);
 	}
 	dev->nr_queues = min(dev->nr_queues, from);
 }
@@ -1283,8 +1319,8 @@ void vps_drop_rings(struct vps_dev *dev)
 
 /*
  * Let go of what the owner handed us: its LUNs, its eventfds, the table of
- * its memory.  Caller: nothing can use them any more (dev->mutex held with
- * the owner gone, or release after the worker stopped).
+ * its memory.  Caller: nothing can use them any more (vps_dev_lock() held
+ * with the owner gone, or release after the workers stopped).
  */
 void vps_put_owner_refs(struct vps_dev *dev)
 {
@@ -1317,21 +1353,26 @@ void vps_put_owner_refs(struct vps_dev *dev)
  * pages it reads into and points at our requests, which stay until the
  * release of the file collects them; a killed VMM behind a hung LUN
  * exits now instead of hanging in D until the LUN comes back.  Called
- * from the worker with dev->mutex held; after it, nothing wakes the
- * worker and no ioctl but the stats gets through.
+ * from a worker under vps_dev_lock(); after it, nothing wakes the
+ * workers and no ioctl but the stats gets through.
  */
 static void vps_owner_gone(struct vps_dev *dev)
 {
+	u32 i;
+
 	if (dev->owner_gone)
 		return;
 	/*
-	 * First: no completion may wake the worker, which exits once we
-	 * return.  Completions wake it under io_wait.lock (vps_io.c), so
-	 * after this one has taken and dropped it none is half way.
+	 * First: no completion may wake a worker, which exits once we
+	 * return.  Completions (and the coalescing timers) wake it under
+	 * their queue's io_wait.lock (vps_io.c), so after this one has taken
+	 * and dropped each queue's none is half way.
 	 */
-	spin_lock_irq(&dev->io_wait.lock);
 	WRITE_ONCE(dev->owner_gone, true);
-	spin_unlock_irq(&dev->io_wait.lock);
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		spin_lock_irq(&dev->q[i].io_wait.lock);
+		spin_unlock_irq(&dev->q[i].io_wait.lock);
+	}
 	vps_kick_stop_all(dev);
 	vps_drop_rings(dev);
 	dev->quiesce++;		/* for good: nothing more is submitted */
@@ -1339,7 +1380,8 @@ static void vps_owner_gone(struct vps_dev *dev)
 	vps_process_done(dev);
 	/* the rings are gone: this frees what waited for ring room */
 	vps_drain_backlog(dev);
-	dev->backlog_wait = false;
+	for (i = 0; i < VPS_MAX_QUEUES; i++)
+		WRITE_ONCE(dev->q[i].backlog_wait, false);
 	vps_put_owner_refs(dev);
 	pr_debug("owner of an adapter exited: its memory is let go\n");
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Rings, completions and the worker (vps_ring.c): called by the control
- * plane (vps_main.c) under dev->mutex (release: once the worker stopped);
+ * Rings, completions and the workers (vps_ring.c): called by the control
+ * plane (vps_main.c) under vps_dev_lock() (release: once the workers
+ * stopped);
  * calls down into the SCSI target (vps_scsi.h) and the I/O interface
  * (vps_io.h).
  */
@@ -29,15 +30,15 @@ void vps_call(struct vps_queue *q);
 void vps_call_all(struct vps_dev *dev);
 void vps_queues_init(struct vps_dev *dev);
 void vps_coalesce_cancel(struct vps_dev *dev);
-bool vps_drain_backlog(struct vps_dev *dev);
+void vps_drain_backlog(struct vps_dev *dev);
 bool vps_backlog_any(struct vps_dev *dev);
-bool vps_process_done(struct vps_dev *dev);
+void vps_process_done(struct vps_dev *dev);
 
 /* message ring */
 void vps_post_msg(struct vps_dev *dev, u32 type, u32 target, u32 lun);
 
-/* the worker (stopped without dev->mutex: it takes it) and its kick */
-int vps_worker_start(struct vps_dev *dev, const char *name);
+/* a worker per queue (stopped without dev->mutex: it takes it), kicks */
+int vps_worker_start(struct vps_queue *q);
 void vps_worker_stop(struct vps_dev *dev);
 void vps_kick_worker(struct vps_queue *q);
 void vps_kick_all(struct vps_dev *dev);

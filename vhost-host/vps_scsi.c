@@ -304,13 +304,13 @@ static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
 		if (req->write && !vps_bounce_copy(b, &iter, false)) {
 			vps_bounce_free(b);
 			req->host_status = BTSTAT_INVPARAM;
-			dev->stats.errors_guest++;
+			vps_count(dev, s.errors_guest);
 			return VPS_EXEC_DONE;
 		}
 		req->bounce = b;
 		iov_iter_bvec(&iter, req->write ? ITER_SOURCE : ITER_DEST, b->bv,
 			      b->nr, bytes);
-		dev->bounced++;
+		vps_count(dev, bounced);
 	}
 	atomic_inc(&lun->outstanding);
 	req->active = true;
@@ -339,7 +339,7 @@ void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 		if (current->mm != dev->mm ||
 		    !vps_bounce_copy(req->bounce, &iter, true)) {
 			req->host_status = BTSTAT_INVPARAM;
-			dev->stats.errors_guest++;
+			vps_count(dev, s.errors_guest);
 			return;
 		}
 	}
@@ -348,7 +348,7 @@ void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 		req->scsi_status = SAM_STAT_GOOD;
 		return;
 	}
-	dev->stats.errors_backing++;
+	vps_count(dev, s.errors_backing);
 	pr_debug("backing I/O at target %u lun %u: %ld of %u bytes\n",
 		 req->target, req->lun->lun, ret, req->xfer);
 	if (ret >= 0 || ret == -EIO || ret == -ENODATA || ret == -EILSEQ ||
@@ -370,7 +370,7 @@ void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 static void vps_inquiry_std(struct vps_dev *dev, struct vps_req *req,
 			    struct vps_lu *lun, u32 alloc)
 {
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 
 	memset(b, 0, 96);
 	b[0] = lun ? TYPE_DISK : 0x7f;	/* 0x7f: no LU at this LUN */
@@ -394,7 +394,7 @@ static const u8 vps_vpd_pages[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
 static void vps_inquiry_vpd(struct vps_dev *dev, struct vps_req *req,
 			    struct vps_lu *lun, u8 page, u32 alloc)
 {
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 	u32 len, slen;
 
 	memset(b, 0, 512);
@@ -500,7 +500,7 @@ static void vps_inquiry(struct vps_dev *dev, struct vps_req *req,
 static void vps_read_capacity(struct vps_dev *dev, struct vps_req *req,
 			      struct vps_lu *lun, const u8 *cdb)
 {
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 	u64 last = lun->nblocks - 1;
 
 	memset(b, 0, 32);
@@ -543,7 +543,7 @@ static void vps_mode_sense(struct vps_dev *dev, struct vps_req *req,
 			   struct vps_lu *lun, const u8 *cdb)
 {
 	bool ten = cdb[0] == MODE_SENSE_10;
-	u8 page = cdb[2] & 0x3f, pc = cdb[2] >> 6, *b = dev->scratch;
+	u8 page = cdb[2] & 0x3f, pc = cdb[2] >> 6, *b = req->q->scratch;
 	bool dbd = cdb[1] & 0x08;
 	u32 hdr = ten ? 8 : 4, bd = dbd ? 0 : 8, len, alloc;
 
@@ -580,7 +580,7 @@ static void vps_mode_sense(struct vps_dev *dev, struct vps_req *req,
 static void vps_report_luns(struct vps_dev *dev, struct vps_req *req,
 			    const u8 *cdb)
 {
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 	u32 l, n = 0;
 
 	if (cdb[2] > 2) {	/* SELECT REPORT: 0, 1, 2 all mean these */
@@ -620,7 +620,7 @@ static void vps_sync_cache(struct vps_dev *dev, struct vps_req *req,
 	end = nblk ? ((lba + nblk) << lun->block_shift) - 1 : LLONG_MAX;
 	ret = vfs_fsync_range(lun->file, start, end, 1);
 	if (ret) {
-		dev->stats.errors_backing++;
+		vps_count(dev, s.errors_backing);
 		vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
 		return;
 	}
@@ -668,7 +668,7 @@ static void vps_discard_failed(struct vps_dev *dev, struct vps_req *req,
 		vps_check(dev, req, SK_DATA_PROTECT, ASC_WRITE_PROTECTED, 0);
 		return;
 	}
-	dev->stats.errors_backing++;
+	vps_count(dev, s.errors_backing);
 	vps_check(dev, req, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, 0);
 }
 
@@ -702,7 +702,7 @@ static void vps_unmap(struct vps_dev *dev, struct vps_req *req,
 		      struct vps_lu *lun, const u8 *cdb)
 {
 	u32 plen = get_unaligned_be16(&cdb[7]), ndesc, i;
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 	u64 total;
 	int n;
 
@@ -816,7 +816,7 @@ static void vps_verify(struct vps_dev *dev, struct vps_req *req,
 static void vps_request_sense(struct vps_dev *dev, struct vps_req *req,
 			      struct vps_lu *lun, const u8 *cdb)
 {
-	u8 *b = dev->scratch;
+	u8 *b = req->q->scratch;
 
 	/* sense is delivered with each command (autosense): nothing pends */
 	memset(b, 0, VPS_SENSE_LEN);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 24
+# checks: 36
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
@@ -18,17 +18,27 @@
 # queues (a doorbell on one is not served, the next setup must start at
 # 1 again); VPS_RESUME_QUEUE takes a queue back at the indices its state
 # holds; an adapter reset drops them and no queue is taken without rings.
+# Then vps_test mq-freeze: each queue has a worker of its own, and the
+# queues share no lock on the data path: while queue 1's worker waits in
+# a WRITE to a file LUN on a frozen ext4 (fsfreeze), queue 2 serves a
+# READ and a TEST UNIT READY and the stats are read; after the thaw the
+# WRITE completes and reads back.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
-vm_modules null_blk
+vm_modules null_blk ext4
 vm_ours vhost_pvscsi
-vm_bins "$VPS_TOP/tests/host/vps_test"
+vm_bins "$VPS_TOP/tests/host/vps_test" mkfs.ext4 fsfreeze
 VM_MEM=1024
 vm_run host-mq <<'GUEST'
 modprobe -r null_blk
-modprobe null_blk nr_devices=1 gb=1 memory_backed=1
+modprobe null_blk nr_devices=2 gb=1 memory_backed=1
 t_check load vps_load vhost_pvscsi
 t_tap mq vps_test mq /dev/nullb0
+mkdir -p /mnt/z
+t_check mkfs sh -c "mkfs.ext4 -q -E nodiscard /dev/nullb1 && mount /dev/nullb1 /mnt/z &&
+	dd if=/dev/zero of=/mnt/z/lun.img bs=1M count=8 conv=fsync 2>/dev/null"
+t_tap mq-freeze vps_test mq-freeze /dev/nullb0 /mnt/z/lun.img /mnt/z
+t_check umount umount /mnt/z
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean dmesg
 GUEST

@@ -3374,6 +3374,109 @@ static int do_mq(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/* threads named like the module's workers, in every process */
+static int count_workers(void)
+{
+	glob_t g;
+	size_t i;
+	int n = 0;
+
+	if (glob("/proc/[0-9]*/task/[0-9]*/comm", 0, NULL, &g))
+		return -1;
+	for (i = 0; i < g.gl_pathc; i++) {
+		char comm[32] = "";
+		FILE *f = fopen(g.gl_pathv[i], "r");
+
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vhost-pvscsi", 12))
+			n++;
+		fclose(f);
+	}
+	globfree(&g);
+	return n;
+}
+
+/*
+ * A worker per queue, and no lock shared by the queues on the data path:
+ * queue 1's worker is held in a WRITE to a file LUN on a frozen
+ * filesystem (kiocb_start_write() waits for the thaw, in the worker),
+ * while queue 2 serves a READ and a TEST UNIT READY on DISK and the
+ * stats are read; after the thaw queue 1's WRITE completes and reads
+ * back.  With one worker for all queues (before 2026-12-03) queue 2
+ * waited for the thaw too.
+ */
+static int do_mq_freeze(const char *disk, const char *file, const char *mnt)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint8_t *w, *r, *back;
+	struct cmd wr, rd;
+	struct result res[4];
+	struct vps_stats st;
+	char cmd[300];
+	uint32_t q, got, bad = 0;
+	int n, ret;
+
+	start_on(disk);
+	/* guest memory is there from here on */
+	w = data();
+	r = w + 64 * 1024;
+	back = w + 128 * 1024;
+	wr = rw16(1, 8, 8, w, 512);
+	rd = rw16(0, 8, 8, r, 512);
+	tap(!attach(0, 0, disk, 0, 0) && !attach(1, 0, file, 0, 0), "mq-freeze-attach",
+	    "%s", strerror(errno));
+	for (q = 1; q <= 2; q++) {
+		mq_eventfds(q);
+		bad += !!mq_setup(q, VPS_SETUP_QUEUE);
+	}
+	tap(!bad, "mq-freeze-setup", "%u queues refused", bad);
+	n = count_workers();
+	tap(n == 3, "mq-worker-per-queue", "%d workers for 3 queues", n);
+
+	snprintf(cmd, sizeof(cmd), "fsfreeze --freeze %s", mnt);
+	tap(!shell(cmd), "mq-freeze", "");
+	wr.target = 1;
+	pattern(w, 8, 8, 53);
+	mq_put(1, &wr, next_ctx++);
+	mq_kick(1);
+	usleep(300000);
+	got = mq_reap(1, res, 1, 10);
+	tap(!got, "mq-write-held-by-freeze", "%u completed, %u consumed", got,
+	    mq_state(1)->req_cons_idx);
+
+	memset(r, 0, 4096);
+	mq_put(2, &rd, next_ctx++);
+	mq_put(2, &tur, next_ctx++);
+	mq_kick(2);
+	got = mq_reap(2, res, 2, 3000);
+	tap(got == 2 && good(&res[0]) && good(&res[1]), "mq-other-queue-served-meanwhile",
+	    "%u of 2 completed on queue 2 while queue 1's worker waits", got);
+	ret = ioctl(vfd, VPS_GET_STATS, &st);
+	tap(!ret && st.in_flight == 1, "mq-stats-meanwhile", "ret %d, in flight %llu", ret,
+	    (unsigned long long)st.in_flight);
+
+	snprintf(cmd, sizeof(cmd), "fsfreeze --unfreeze %s", mnt);
+	tap(!shell(cmd), "mq-thaw", "");
+	got = mq_reap(1, res, 1, 10000);
+	tap(got == 1 && good(&res[0]), "mq-held-write-completes-after-thaw", "%u of 1", got);
+	rd = rw16(0, 8, 8, back, 512);
+	rd.target = 1;
+	memset(back, 0, 4096);
+	mq_put(2, &rd, next_ctx++);
+	mq_kick(2);
+	got = mq_reap(2, res, 1, 5000);
+	tap(got == 1 && good(&res[0]) && !memcmp(w, back, 4096), "mq-held-write-reads-back",
+	    "%u of 1", got);
+	close_adapter();
+	for (q = 1; q <= 2; q++) {
+		close(mq[q].kick);
+		close(mq[q].call);
+	}
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 /*
  * Interrupt coalescing (coalesce_us) on DISK, whose I/O takes tens of
  * milliseconds (null_blk irqmode=2): a READ stays in flight while TEST
@@ -3857,6 +3960,8 @@ int main(int argc, char **argv)
 		return do_coalesce(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "mq"))
 		return do_mq(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "mq-freeze"))
+		return do_mq_freeze(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
 		return do_event(argv[2]);
 	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "spin"))) && !strcmp(argv[1], "bench"))
@@ -3891,6 +3996,7 @@ int main(int argc, char **argv)
 		"       vps_test ro-bdev DISK\n"
 		"       vps_test cgroup\n"
 		"       vps_test freeze FILE MOUNTPOINT\n"
+		"       vps_test mq-freeze DISK FILE MOUNTPOINT\n"
 		"       vps_test discard-abort DISK\n");
 	return 2;
 }
