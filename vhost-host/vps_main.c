@@ -442,9 +442,16 @@ static int vps_set_call(struct vps_dev *dev, void __user *argp)
 	struct eventfd_ctx *ctx = NULL, **slot;
 	struct vps_eventfd e;
 
+	/* queue q's index is VPS_EVENT_CMPL_Q(0) + q: one range */
+	static_assert(VPS_EVENT_CMPL_Q(0) == VPS_EVENT_CMPL &&
+		      VPS_EVENT_CMPL_Q(VPS_MAX_QUEUES - 1) ==
+		      VPS_EVENT_CMPL + VPS_MAX_QUEUES - 1 &&
+		      (VPS_EVENT_MSG < VPS_EVENT_CMPL ||
+		       VPS_EVENT_MSG >= VPS_EVENT_CMPL + VPS_MAX_QUEUES));
+
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.index < VPS_MAX_QUEUES)
+	if (e.index - VPS_EVENT_CMPL < VPS_MAX_QUEUES)
 		slot = &dev->q[e.index - VPS_EVENT_CMPL].call;
 	else if (e.index == VPS_EVENT_MSG)
 		slot = &dev->call_msg;
