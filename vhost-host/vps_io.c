@@ -165,27 +165,31 @@ int vps_io_drain(struct vps_dev *dev, bool killable)
 	u32 i;
 
 	vps_dev_unlock(dev);
-	for (i = 0; i < VPS_MAX_QUEUES; i++) {
-		struct vps_queue *q = &dev->q[i];
+	/*
+	 * Queue by queue, then once more until one pass finds them all
+	 * idle: while the locks are dropped another ioctl (an abort
+	 * consuming a ring) may start I/O on a queue already passed.
+	 */
+	do {
+		for (i = 0; i < VPS_MAX_QUEUES && !ret; i++) {
+			struct vps_queue *q = &dev->q[i];
 
-		if (killable) {
 			/* -ERESTARTSYS: the VMM dies, never sees it; say EINTR */
-			if (wait_event_killable(q->io_wait,
-						!atomic_read(&q->io_pending))) {
+			if (killable &&
+			    wait_event_killable(q->io_wait, !atomic_read(&q->io_pending)))
 				ret = -EINTR;
-				break;
-			}
-		} else {
-			wait_event(q->io_wait, !atomic_read(&q->io_pending));
+			else if (!killable)
+				wait_event(q->io_wait, !atomic_read(&q->io_pending));
+			/*
+			 * The completion that brought io_pending to 0 wakes us
+			 * under io_wait.lock: taking it here waits until that
+			 * completion is done with dev (a release may free dev
+			 * next).
+			 */
+			spin_lock_irq(&q->io_wait.lock);
+			spin_unlock_irq(&q->io_wait.lock);
 		}
-		/*
-		 * The completion that brought io_pending to 0 wakes us under
-		 * io_wait.lock: taking it here waits until that completion is
-		 * done with dev (a release may free dev next).
-		 */
-		spin_lock_irq(&q->io_wait.lock);
-		spin_unlock_irq(&q->io_wait.lock);
-	}
+	} while (!ret && vps_io_pending(dev));
 	vps_dev_lock(dev);
 	return ret;
 }

@@ -28,6 +28,7 @@
 #include <linux/eventfd.h>
 #include <linux/file.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/sort.h>
@@ -788,7 +789,14 @@ static long vps_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	 * process is gone, to nobody (a process sharing its mm included).
 	 */
 	ret = -EPERM;
-	if (!dev->owner || dev->owner_gone || dev->mm != current->mm)
+	/*
+	 * The owner's threads only, not another process sharing its mm
+	 * (CLONE_VM without CLONE_THREAD): a queue's worker starts in the
+	 * caller's process and dies with it, which would take the adapter
+	 * down with a process that is not the owner.
+	 */
+	if (!dev->owner || dev->owner_gone || dev->mm != current->mm ||
+	    !same_thread_group(current, dev->owner))
 		goto out;
 
 	switch (cmd) {

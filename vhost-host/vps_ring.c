@@ -904,6 +904,13 @@ static bool vps_worker_has_work(struct vps_queue *q)
 {
 	unsigned long ev = READ_ONCE(q->events);
 
+	/*
+	 * The owner is gone: nothing more is done here, and what completes
+	 * late waits on q->done for the release (a 6.1 kthread woken by it
+	 * spun until then, taking every lock each turn)
+	 */
+	if (READ_ONCE(q->dev->owner_gone))
+		return false;
 	return (!READ_ONCE(q->dev->stopped) && (ev & BIT(VPS_EV_KICK))) ||
 	       (ev & BIT(VPS_EV_CALL)) || !llist_empty(&q->done);
 }
@@ -919,7 +926,8 @@ static long vps_worker_timeout(struct vps_queue *q)
 
 	if (READ_ONCE(q->backlog_wait))
 		return 1;
-	if (!READ_ONCE(q->recheck))
+	/* stopped: no second look until VPS_STOP 0, which kicks every queue */
+	if (!READ_ONCE(q->recheck) || READ_ONCE(q->dev->stopped))
 		return MAX_SCHEDULE_TIMEOUT;
 	left = (s64)(READ_ONCE(q->recheck_ns) - ktime_get_ns());
 	/* an early wake-up only costs a round that does not look yet */

@@ -3433,6 +3433,24 @@ static int do_mq_freeze(const char *disk, const char *file, const char *mnt)
 	tap(!bad, "mq-freeze-setup", "%u queues refused", bad);
 	n = count_workers();
 	tap(n == 3, "mq-worker-per-queue", "%d workers for 3 queues", n);
+	/*
+	 * A process sharing the owner's mm that is not one of its threads (a
+	 * vfork child) is no owner: a queue's worker would start in it and
+	 * take the adapter down when it exits
+	 */
+	{
+		struct vps_eventfd e = { 3, mq[1].kick };
+		int st = 0;
+		pid_t pid = vfork();
+
+		if (pid == 0)
+			_exit(ioctl(vfd, VPS_SET_KICK_FD, &e) < 0 && errno == EPERM ? 0 : 1);
+		waitpid(pid, &st, 0);
+		n = count_workers();
+		tap(pid > 0 && WIFEXITED(st) && !WEXITSTATUS(st) && n == 3,
+		    "mq-vfork-child-not-owner", "child %s, %d workers",
+		    WIFEXITED(st) && !WEXITSTATUS(st) ? "refused" : "served", n);
+	}
 
 	snprintf(cmd, sizeof(cmd), "fsfreeze --freeze %s", mnt);
 	tap(!shell(cmd), "mq-freeze", "");
