@@ -440,23 +440,19 @@ static int vps_setup_msg_ring(struct vps_dev *dev, void __user *argp,
 
 static int vps_set_call(struct vps_dev *dev, void __user *argp)
 {
-	struct eventfd_ctx *ctx = NULL, **slot;
+	struct eventfd_ctx *ctx = NULL, **slot = NULL;
 	struct vps_eventfd e;
-
-	/* queue q's index is VPS_EVENT_CMPL_Q(0) + q: one range */
-	static_assert(VPS_EVENT_CMPL_Q(0) == VPS_EVENT_CMPL &&
-		      VPS_EVENT_CMPL_Q(VPS_MAX_QUEUES - 1) ==
-		      VPS_EVENT_CMPL + VPS_MAX_QUEUES - 1 &&
-		      (VPS_EVENT_MSG < VPS_EVENT_CMPL ||
-		       VPS_EVENT_MSG >= VPS_EVENT_CMPL + VPS_MAX_QUEUES));
+	u32 q;
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.index - VPS_EVENT_CMPL < VPS_MAX_QUEUES)
-		slot = &dev->q[e.index - VPS_EVENT_CMPL].call;
-	else if (e.index == VPS_EVENT_MSG)
+	if (e.index == VPS_EVENT_MSG)
 		slot = &dev->call_msg;
-	else
+	/* whatever VPS_EVENT_CMPL_Q() maps a queue to */
+	for (q = 0; !slot && q < VPS_MAX_QUEUES; q++)
+		if (e.index == VPS_EVENT_CMPL_Q(q))
+			slot = &dev->q[q].call;
+	if (!slot)
 		return -EINVAL;
 	if (e.fd != -1) {
 		ctx = eventfd_ctx_fdget(e.fd);
