@@ -39,6 +39,13 @@ def per_io(rs, key):
     return statistics.median(float(r[key]) / float(r['ios']) for r in rs)
 
 
+def ours(d, rs, key):
+    """the module's count per I/O: ours only, and runs that recorded it"""
+    if not d.startswith('ours') or not all(key in r for r in rs):
+        return '-'
+    return f'{per_io(rs, key):.2f}'
+
+
 def main():
     raw, md, dat = sys.argv[1:4]
     runs = load(raw)
@@ -53,7 +60,9 @@ def main():
     w('\nMedians of the rounds; IOPS spread = min-max over the rounds. '
       f'"x {ANCHOR}": IOPS over {ANCHOR}\'s in the same run. Per I/O: KVM exits, '
       'MMIO exits, interrupt injections (the host VM\'s counters), guest '
-      'interrupts, host-VM CPU time in microseconds.\n')
+      'interrupts, host-VM CPU time in microseconds; for ours also the '
+      'module\'s own counts: doorbells it took (kick/IO) and interrupts it '
+      'raised (call/IO).\n')
     chart = []
     for b in backings:
         w(f'\n## {BACKINGS[b]}\n')
@@ -62,13 +71,13 @@ def main():
             bi = statistics.median(float(r['iops']) for r in base) if base else 0
             w(f'\n### {JOBS[j]}\n\n')
             w(f'| adapter | IOPS | spread | x {ANCHOR} | p50 us | p99 us '
-              '| exits/IO | MMIO/IO | inj/IO | gIRQ/IO | CPU us/IO |\n')
-            w('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
+              '| exits/IO | MMIO/IO | inj/IO | gIRQ/IO | CPU us/IO | kick/IO | call/IO |\n')
+            w('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
             row = [f'{b}:{j}']
             for d in adapters:
                 rs = runs.get((b, j, d))
                 if not rs:
-                    w(f'| {d} | (no run) |||||||||| \n')
+                    w(f'| {d} | (no run) |||||||||||| \n')
                     row.append('0')
                     continue
                 iops = [float(r['iops']) for r in rs]
@@ -80,7 +89,8 @@ def main():
                   f'| {statistics.median(float(r["p99_us"]) for r in rs):.0f} '
                   f'| {per_io(rs, "exits"):.2f} | {per_io(rs, "mmio_exits"):.2f} '
                   f'| {per_io(rs, "irq_injections"):.2f} | {per_io(rs, "guest_irqs"):.2f} '
-                  f'| {per_io(rs, "cpu_ms") * 1000:.0f} |\n')
+                  f'| {per_io(rs, "cpu_ms") * 1000:.0f} '
+                  f'| {ours(d, rs, "vps_kicks")} | {ours(d, rs, "vps_calls")} |\n')
             chart.append(row)
     w('\nIOPS and CPU time under nested TCG are not hardware figures; '
       'per-I/O counts and the ratios of one run are.\n')
