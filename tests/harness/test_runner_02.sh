@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 14
+# checks: 17
 #
 # tests/run's limits, on fake tests that boot nothing:
 # - a test that reports fewer checks than its "# checks: N" line fails,
@@ -13,7 +13,8 @@
 # - when the run's --budget runs out, nothing new starts, the running test
 #   is killed, the tests not started are reported "not run", the summary
 #   line is still printed and the exit status is non-zero;
-# - --tier gate runs only the kernels of a test's "# gate:" line.
+# - --tier gate runs only the kernels of a test's "# gate:" line, and
+#   holds a test to its "# checks-gate:" count there only.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 w=$(mktemp -d /tmp/vps-runner2-XXXXXX)
 trap 'pkill -f "vps-runner2-sleeper-$$" 2>/dev/null; rm -rf "$w"' EXIT
@@ -100,3 +101,25 @@ EOF
 VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier gate "$rel/test_tier_01.sh" > "$w/out4" 2>&1
 sed 's/^/# /' "$w/out4"
 check gate-tier-kernels test "$(grep -c '^ok .*fake/tier-61-gate$' "$w/out4"):$(grep -c '^ok' "$w/out4")" = 1:1
+
+# a test that does less in the gate: "# checks-gate:" counts there only
+cat > "$w/test_less_01.sh" <<'EOF'
+# kernels: 612
+# gate: 612
+# checks: 3
+# checks-gate: 1
+echo "VPS-RESULT ok fake/less-$VPS_TIER"
+[ "$VPS_TIER" = gate ] || { echo "VPS-RESULT ok fake/more"; echo "VPS-RESULT ok fake/most"; }
+EOF
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier gate "$rel/test_less_01.sh" > "$w/out5" 2>&1
+sed 's/^/# /' "$w/out5"
+check gate-count-passes test "$(tail -1 "$w/out5")" = "1 passed, 0 failed"
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier full "$rel/test_less_01.sh" > "$w/out6" 2>&1
+sed 's/^/# /' "$w/out6"
+check full-count-passes test "$(tail -1 "$w/out6")" = "3 passed, 0 failed"
+# the gate's count is no excuse outside the gate: the gate's output, told
+# it is full, fails
+sed -i 's/^\[ "$VPS_TIER" = gate \] ||.*/true/' "$w/test_less_01.sh"
+VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier full "$rel/test_less_01.sh" > "$w/out7" 2>&1
+sed 's/^/# /' "$w/out7"
+check full-count-enforced grep -q 'test_less_01.sh \[612\]: reported 1 checks, declares at least 3' "$w/out7"

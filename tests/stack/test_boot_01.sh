@@ -3,6 +3,7 @@
 # kernels: 612
 # gate: 612
 # checks: 65
+# checks-gate: 45
 #
 # Boot from a vhost-pvscsi disk.  scripts/mkimage builds a bootable raw
 # image per guest driver (MBR; a FAT boot partition with SYSLINUX for
@@ -12,10 +13,11 @@
 # disk, with no -kernel, on -device vhost-pvscsi: with SeaBIOS (its PVSCSI
 # driver reads SYSLINUX, the kernel and the initramfs through our module)
 # and with OVMF (PvScsiDxe: scripts/build-ovmf, as Debian's OVMF has
-# none); and the vmw_pvscsi image on QEMU's -device pvscsi under both, for
-# comparison.  Inside (inner_boot.sh) the root filesystem must be that
-# image's ext4 partition behind the expected driver, and writable; the
-# host VM checks which firmware and loader booted it.
+# none); and (not in the gate) the vmw_pvscsi image on QEMU's -device
+# pvscsi under both, for comparison.  Inside (inner_boot.sh) the root
+# filesystem must be that image's ext4 partition behind the expected
+# driver, and writable; the host VM checks which firmware and loader
+# booted it.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-boot-XXXXXX)
@@ -41,7 +43,10 @@ vm_file "$work/pvscsi_mq.raw" /inner/pvscsi_mq.raw
 vm_file "$ovmf" /usr/share/qemu/OVMF-pvscsi.fd
 VM_MEM=3072
 VM_TIMEOUT=1200
-cat > "$work/host.sh" <<'GUEST'
+# QEMU's own pvscsi boots the same image only for comparison (a fault of
+# the image, not ours, fails there too): check-full's, not the gate's
+echo "TIER=${VPS_TIER:-full}" > "$work/host.sh"
+cat >> "$work/host.sh" <<'GUEST'
 # the images live on ext4 (brd): QEMU opens them with O_DIRECT
 modprobe -r brd
 modprobe brd rd_nr=1 rd_size=262144
@@ -74,7 +79,7 @@ boot() {
 for fw in bios uefi; do
 	boot "vhost-vmw_pvscsi-$fw" /mnt/b/vmw_pvscsi.raw vhost-pvscsi $fw
 	boot "vhost-pvscsi_mq-$fw" /mnt/b/pvscsi_mq.raw vhost-pvscsi $fw
-	boot "qemu-vmw_pvscsi-$fw" /mnt/b/vmw_pvscsi.raw pvscsi $fw
+	[ "$TIER" = gate ] || boot "qemu-vmw_pvscsi-$fw" /mnt/b/vmw_pvscsi.raw pvscsi $fw
 done
 vps_wait 10 grep -q 'open_devices 0' $g || true
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'

@@ -3,10 +3,11 @@
 # kernels: 612
 # gate: 612
 # checks: 83
+# checks-gate: 55
 #
 # Live migration of a KVM guest with our pvscsi_mq on -device
-# vhost-pvscsi, 10 times in a row under a verified write load, a
-# migration cancelled midway, and migrations while the guest resets
-# (tests/stack/stack_migrate.sh says what is checked).
+# vhost-pvscsi, 10 times in a row (3 in the gate) under a verified write
+# load, a migration cancelled midway, and migrations while the guest
+# resets (tests/stack/stack_migrate.sh says what is checked).
 DRV=pvscsi_mq
 . "$(dirname "$0")/stack_migrate.sh"
