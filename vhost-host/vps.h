@@ -15,13 +15,15 @@
  * Threads and locks.  Each queue (ring pair) has a worker of its own and
  * a mutex of its own, vps_queue.lock, held for each of the worker's
  * rounds: the queues of an adapter share no lock on the data path.  The
- * control path (the ioctls, debugfs, the owner's exit, release) takes
+ * control path (the ioctls, the owner's exit, release) takes
  * dev->mutex and then every queue's lock (vps_dev_lock()).  So:
  *   [Q]  a queue's own: under its lock;
  *   [M]  the adapter's: written under dev->mutex and every queue's lock,
  *        so read under either;
  * and what the workers write to the adapter is either a latch set
- * with WRITE_ONCE (broken) or a per-CPU counter (dev->pstats).
+ * with WRITE_ONCE (broken) or a per-CPU counter (dev->pstats).  The
+ * debugfs file and VPS_GET_STATS read a snapshot with no lock (READ_ONCE),
+ * so that reading them never waits for a worker.
  */
 #ifndef _VPS_H
 #define _VPS_H
@@ -78,6 +80,19 @@ extern unsigned int vps_poll_us;
  * capped here; and how many completions it may wait for.
  */
 extern unsigned int vps_coalesce_us;
+/*
+ * The workers' scheduling policy (module parameter batch_workers): 0
+ * SCHED_NORMAL always, 1 SCHED_BATCH while a queue's requests come in
+ * batches (the default), 2 SCHED_BATCH always (vps_worker_policy()).
+ * SCHED_BATCH: a wake-up does not preempt the running task, so that a
+ * doorbell does not stop the vCPU that rang it.  1: a round that takes
+ * two requests or more makes it SCHED_BATCH; VPS_BATCH_SINGLES rounds in
+ * a row that take one each make it SCHED_NORMAL again, and after
+ * VPS_BATCH_TRY such rounds it tries SCHED_BATCH for one.
+ */
+extern unsigned int vps_batch_workers;
+#define VPS_BATCH_SINGLES	8
+#define VPS_BATCH_TRY		64
 #define VPS_COALESCE_US_MAX	1000
 #define VPS_COALESCE_MAX	16
 #define VPS_SENSE_LEN		18
@@ -189,6 +204,15 @@ struct vps_queue {
 	 */
 	struct vps_worker worker;
 	void *scratch;				/* [M] emulation buffer */
+	/*
+	 * its worker's own (vps_worker_policy(), between rounds): SCHED_BATCH
+	 * is set, or tried; requests the last round took; rounds in a row
+	 * that took one
+	 */
+	bool batch;
+	bool batch_try;
+	u32 took;
+	u32 singles;
 	/* the worker's wake-up reasons; lock-free producers */
 	unsigned long events;
 #define VPS_EV_KICK	0			/* the doorbell */
@@ -258,6 +282,8 @@ struct vps_pcpu_stats {
 	u64 poll_idle;			/* busy-polls that timed out */
 	u64 poll_yield;			/* ... that gave the CPU up */
 	u64 bounced;			/* READ/WRITE through bounce pages */
+	u64 batch_on;			/* workers made SCHED_BATCH */
+	u64 batch_off;			/* ... SCHED_NORMAL again */
 	u64 coalesced;			/* interrupts held back */
 	u64 stale_posted;		/* the stale_completions hook's */
 };
@@ -350,29 +376,20 @@ struct vps_dev {
  * I/O's completion (any context), its coalescing timer and the ioctls
  * that leave it work.
  */
-#ifdef VPS_HAVE_VHOST_TASK
 static inline void vps_queue_wake(struct vps_queue *q)
 {
-	struct vhost_task *vtsk = READ_ONCE(q->worker.vtsk);
+	typeof(q->worker.t) t = READ_ONCE(q->worker.t);
 
 	/*
 	 * A killed vhost_task exits: vps_owner_gone() stops every source of
 	 * wake-ups (kick, I/O completions, timers, ioctls) before it returns
 	 * to let it go; completions and timers call this under the queue's
-	 * io_wait.lock for that.
+	 * io_wait.lock for that.  A 6.1 kthread has nothing to do once the
+	 * owner is gone either, until release stops it.
 	 */
-	if (vtsk && !READ_ONCE(q->dev->owner_gone))
-		vhost_task_wake(vtsk);
+	if (t && !READ_ONCE(q->dev->owner_gone))
+		vps_worker_t_wake(t);
 }
-#else
-static inline void vps_queue_wake(struct vps_queue *q)
-{
-	struct task_struct *task = READ_ONCE(q->worker.task);
-
-	if (task)
-		wake_up_process(task);
-}
-#endif
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n)
 {

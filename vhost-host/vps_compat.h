@@ -34,13 +34,33 @@ static inline void vps_eventfd_signal(struct eventfd_ctx *ctx)
 #ifdef VPS_HAVE_VHOST_TASK
 #include <linux/sched/vhost_task.h>
 struct vps_worker {
-	struct vhost_task *vtsk;
+	struct vhost_task *t;
 };
+
+static inline void vps_worker_t_wake(struct vhost_task *t)
+{
+	vhost_task_wake(t);
+}
+
+static inline void vps_worker_t_stop(struct vhost_task *t)
+{
+	vhost_task_stop(t);
+}
 #else
 #include <linux/kthread.h>
 struct vps_worker {
-	struct task_struct *task;
+	struct task_struct *t;
 };
+
+static inline void vps_worker_t_wake(struct task_struct *t)
+{
+	wake_up_process(t);
+}
+
+static inline void vps_worker_t_stop(struct task_struct *t)
+{
+	kthread_stop(t);
+}
 #endif
 
 #endif /* _VPS_COMPAT_H */

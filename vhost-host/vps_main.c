@@ -62,6 +62,10 @@ unsigned int vps_coalesce_us;
 module_param_named(coalesce_us, vps_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(coalesce_us,
 		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 1000): fewer guest interrupts per I/O where the backing keeps requests in flight, none held at queue depth 1");
+unsigned int vps_batch_workers = 1;
+module_param_named(batch_workers, vps_batch_workers, uint, 0644);
+MODULE_PARM_DESC(batch_workers,
+		 "A queue's worker as SCHED_BATCH, whose wake-up does not preempt the vCPU that rang the doorbell: 0 never (SCHED_NORMAL, as vhost's workers), 1 while its requests come in batches (the default), 2 always");
 atomic_t vps_stale_left = ATOMIC_INIT(0);
 
 /* ---------------------------------------------------------------------- */
@@ -85,21 +89,29 @@ static void vps_stats_sum(struct vps_dev *dev, struct vps_pcpu_stats *sum)
 	}
 }
 
+/*
+ * Without a lock, as VPS_GET_STATS: a snapshot whose lines may be a round
+ * apart, but a reader never waits for a worker (one held by a frozen
+ * file system held this file up when it took every queue's lock).  The
+ * owner is set before the file exists and the task is held until release,
+ * which removes the file first (debugfs waits for its readers).
+ */
 static int vps_dev_show(struct seq_file *m, void *v)
 {
 	struct vps_dev *dev = m->private;
 	struct vps_pcpu_stats sum;
 	const struct vps_stats *st = &sum.s;
-	u32 i;
+	u32 i, n = min_t(u32, READ_ONCE(dev->nr_queues), VPS_MAX_QUEUES);
 
 	vps_stats_sum(dev, &sum);
-	vps_dev_lock(dev);
 	seq_printf(m, "owner %d\nrings %d broken %d threshold %d msg %d\n",
-		   dev->owner ? task_pid_nr(dev->owner) : 0, dev->rings_ok,
-		   dev->broken, dev->req_threshold, dev->msg_ok);
+		   task_pid_nr(dev->owner), READ_ONCE(dev->rings_ok),
+		   READ_ONCE(dev->broken), READ_ONCE(dev->req_threshold),
+		   READ_ONCE(dev->msg_ok));
 	seq_printf(m, "req_cons %u cmp_prod %u msg_prod %u in_flight %u io_pending %d\n",
-		   dev->q[0].req_cons, dev->q[0].cmp_prod, dev->msg_prod,
-		   vps_nr_inflight(dev), vps_io_pending(dev));
+		   READ_ONCE(dev->q[0].req_cons), READ_ONCE(dev->q[0].cmp_prod),
+		   READ_ONCE(dev->msg_prod), vps_nr_inflight(dev),
+		   vps_io_pending(dev));
 	seq_printf(m, "kicks %llu requests %llu completions %llu calls %llu\n",
 		   st->kicks, st->requests, st->completions, st->calls);
 	seq_printf(m, "rw_ios %llu emulated %llu errors_guest %llu errors_backing %llu\n",
@@ -108,17 +120,20 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   st->aborts, st->resets, st->msgs, sum.unkicked, sum.polled,
 		   sum.poll_idle, sum.poll_yield, sum.coalesced);
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
-		   sum.bounced, sum.stale_posted, st->calls_suppressed, dev->features);
-	seq_printf(m, "queues %u\n", dev->nr_queues);
-	for (i = 0; i < dev->nr_queues; i++) {
+		   sum.bounced, sum.stale_posted, st->calls_suppressed,
+		   READ_ONCE(dev->features));
+	seq_printf(m, "batch_on %llu batch_off %llu\n", sum.batch_on,
+		   sum.batch_off);
+	seq_printf(m, "queues %u\n", n);
+	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];
 
 		/* keys of their own: scripts look keys up across the file */
 		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu\n",
-			   i, q->req_cons, q->cmp_prod, q->nr_inflight, q->kicks,
-			   q->requests, q->calls);
+			   i, READ_ONCE(q->req_cons), READ_ONCE(q->cmp_prod),
+			   READ_ONCE(q->nr_inflight), READ_ONCE(q->kicks),
+			   READ_ONCE(q->requests), READ_ONCE(q->calls));
 	}
-	vps_dev_unlock(dev);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vps_dev);

@@ -22,6 +22,7 @@
 #include <linux/kthread.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
+#include <uapi/linux/sched/types.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/log2.h>
@@ -869,6 +870,9 @@ static bool vps_round(struct vps_queue *q)
 	    !dev->quiesce) {
 		cons = q->req_cons;
 		again = vps_process_ring(q, peek);
+		/* a doorbell's batch: the worker's policy (vps_worker_policy) */
+		if (kicked)
+			q->took += q->req_cons - cons;
 		/* consumed, so bounded by the work weight */
 		if (peek)
 			vps_count_add(dev, unkicked, q->req_cons - cons);
@@ -934,6 +938,70 @@ static long vps_worker_timeout(struct vps_queue *q)
 	return left > 0 ? nsecs_to_jiffies(left) + 1 : 1;
 }
 
+/*
+ * batch_workers: a queue's worker as SCHED_BATCH or SCHED_NORMAL, set by
+ * the worker itself between rounds (a vhost_task's task is not ours to
+ * reach).  The fair class does not let a waking SCHED_BATCH task preempt
+ * the running one.  Where the guest's vCPU and the worker share a CPU (an
+ * overcommitted host, a nested one), a doorbell otherwise switches to the
+ * worker at once: it takes the one request, the backing completes it
+ * within the round (null_blk, the page cache), the interrupt goes out, and
+ * a queue-depth-32 guest is held to one request per doorbell and per
+ * interrupt.  Not preempted, the vCPU goes on queueing (the doorbells
+ * after the first are skipped: the worker has not re-armed yet) until it
+ * waits, and the worker takes and completes the batch in one round.
+ *
+ * At queue depth 1 that costs the guest's way from its doorbell to its
+ * halt (0.4 ms under nested TCG: Documentation/bench/batch-workers.md):
+ * so only while the requests come in batches.  A round that took two or
+ * more makes the worker SCHED_BATCH; VPS_BATCH_SINGLES rounds in a row
+ * that took one each make it SCHED_NORMAL.  A guest held to one request
+ * per round by the preemption itself looks the same, so every
+ * VPS_BATCH_TRY single rounds the worker tries SCHED_BATCH for one round:
+ * a batch keeps it, a single request ends the try.  Other CPUs are
+ * unaffected: an idle one takes the woken worker at once, whatever its
+ * policy.  The nice value stays as it was.
+ */
+static void vps_worker_policy(struct vps_queue *q)
+{
+	u32 mode = READ_ONCE(vps_batch_workers), took = q->took;
+	bool batch = q->batch;
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_nice = task_nice(current),
+	};
+
+	q->took = 0;
+	if (mode != 1) {
+		batch = mode > 1;
+	} else if (took > 1) {
+		batch = true;
+		q->batch_try = false;
+		q->singles = 0;
+	} else if (took == 1 && batch) {
+		if (q->batch_try || ++q->singles >= VPS_BATCH_SINGLES) {
+			batch = false;
+			q->batch_try = false;
+			q->singles = 0;
+		}
+	} else if (took == 1 && ++q->singles >= VPS_BATCH_TRY) {
+		batch = true;
+		q->batch_try = true;
+		q->singles = 0;
+	}
+	if (batch == q->batch)
+		return;
+	attr.sched_policy = batch ? SCHED_BATCH : SCHED_NORMAL;
+	/* a failure leaves it as it was, and the next round tries again */
+	if (sched_setattr_nocheck(current, &attr))
+		return;
+	q->batch = batch;
+	if (batch)
+		vps_count(q->dev, batch_on);
+	else
+		vps_count(q->dev, batch_off);
+}
+
 #ifdef VPS_HAVE_VHOST_TASK
 /*
  * vhost_task: the workers are threads of the owner process, so they share
@@ -953,6 +1021,8 @@ static bool vps_worker_step(void *data)
 	}
 	__set_current_state(TASK_RUNNING);
 	vps_round(q);
+	/* for the next wake-up: what this round took */
+	vps_worker_policy(q);
 	/*
 	 * vhost_task_fn() only schedules when we return false, and we
 	 * return true while there is work: yield here, or a busy guest
@@ -980,27 +1050,21 @@ static void vps_worker_killed(void *data)
 
 static int vps_worker_create(struct vps_queue *q, const char *name)
 {
-	struct vhost_task *vtsk = vhost_task_create(vps_worker_step,
-						    vps_worker_killed, q, name);
+	struct vhost_task *vtsk;
 
+	/* a new task starts SCHED_NORMAL */
+	q->batch = false;
+	q->batch_try = false;
+	q->singles = 0;
+	q->took = 0;
+	vtsk = vhost_task_create(vps_worker_step, vps_worker_killed, q, name);
 	if (IS_ERR(vtsk))
 		return PTR_ERR(vtsk);
-	WRITE_ONCE(q->worker.vtsk, vtsk);
+	WRITE_ONCE(q->worker.t, vtsk);
 	vhost_task_start(vtsk);
 	return 0;
 }
 
-static void vps_worker_destroy(struct vps_queue *q)
-{
-	if (q->worker.vtsk)
-		vhost_task_stop(q->worker.vtsk);
-	WRITE_ONCE(q->worker.vtsk, NULL);
-}
-
-static bool vps_worker_exists(struct vps_queue *q)
-{
-	return q->worker.vtsk;
-}
 #else
 /*
  * A kthread that adopts the owner's mm to reach guest memory, a round at
@@ -1042,6 +1106,7 @@ static int vps_worker_fn(void *data)
 		}
 		__set_current_state(TASK_RUNNING);
 		vps_kthread_round(q);
+		vps_worker_policy(q);
 		cond_resched();
 	}
 	__set_current_state(TASK_RUNNING);
@@ -1050,9 +1115,15 @@ static int vps_worker_fn(void *data)
 
 static int vps_worker_create(struct vps_queue *q, const char *name)
 {
-	struct task_struct *task = kthread_create(vps_worker_fn, q, "%s", name);
+	struct task_struct *task;
 	int ret;
 
+	/* a new task starts SCHED_NORMAL */
+	q->batch = false;
+	q->batch_try = false;
+	q->singles = 0;
+	q->took = 0;
+	task = kthread_create(vps_worker_fn, q, "%s", name);
 	if (IS_ERR(task))
 		return PTR_ERR(task);
 	/*
@@ -1065,22 +1136,11 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 		kthread_stop(task);
 		return ret;
 	}
-	WRITE_ONCE(q->worker.task, task);
+	WRITE_ONCE(q->worker.t, task);
 	wake_up_process(task);
 	return 0;
 }
 
-static void vps_worker_destroy(struct vps_queue *q)
-{
-	if (q->worker.task)
-		kthread_stop(q->worker.task);
-	WRITE_ONCE(q->worker.task, NULL);
-}
-
-static bool vps_worker_exists(struct vps_queue *q)
-{
-	return q->worker.task;
-}
 #endif
 
 /*
@@ -1088,6 +1148,18 @@ static bool vps_worker_exists(struct vps_queue *q)
  * with the owner, the others' when the VMM first sets them up or gives
  * them a doorbell.  Caller: the owner, under vps_dev_lock().
  */
+static void vps_worker_destroy(struct vps_queue *q)
+{
+	if (q->worker.t)
+		vps_worker_t_stop(q->worker.t);
+	WRITE_ONCE(q->worker.t, NULL);
+}
+
+static bool vps_worker_exists(struct vps_queue *q)
+{
+	return q->worker.t;
+}
+
 int vps_worker_start(struct vps_queue *q)
 {
 	/* longer than a comm: the kernel cuts it, as it did before queues */

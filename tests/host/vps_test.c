@@ -32,6 +32,8 @@
  *   vps_test event DISK            the completion event index (VPS_SET_FEATURES)
  *   vps_test mq DISK               the multi-queue extension (VPS_SETUP_QUEUE)
  *   vps_test coalesce SLOW_DISK    interrupt coalescing (coalesce_us)
+ *   vps_test batch DISK            the worker's scheduling policy
+ *                                  (batch_workers)
  *                                  (TAP; wants two CPUs)
  */
 #define _GNU_SOURCE
@@ -3625,6 +3627,127 @@ static int do_coalesce(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/*
+ * The worker's scheduling policy (batch_workers, vps_worker_policy()):
+ * SCHED_NORMAL while each doorbell brings one request, SCHED_BATCH once a
+ * round takes several, SCHED_NORMAL again after VPS_BATCH_SINGLES single
+ * rounds in a row, a one-round try of SCHED_BATCH after VPS_BATCH_TRY of
+ * them; 0 and 2 hold it NORMAL and BATCH.  Every command completes.
+ */
+/* wait (up to a second) for the worker's policy to be @want */
+static int policy_is(pid_t tid, int want)
+{
+	double t0 = now();
+	int p;
+
+	while ((p = sched_getscheduler(tid)) != want && now() - t0 < 1)
+		usleep(1000);
+	return p;
+}
+
+/* @n requests, each alone: its doorbell, its completion */
+static int singles(int n)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct result r;
+	int i, ok = 0;
+
+	for (i = 0; i < n; i++) {
+		put_req(&tur, next_ctx++, 0);
+		kick();
+		ok += get_cmps(&r, 1, 5000) == 1 && good(&r);
+	}
+	return ok == n;
+}
+
+/* @n requests on one doorbell */
+static int batch(int n)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct result r[8];
+	int i, got, ok = 0;
+
+	for (i = 0; i < n; i++)
+		put_req(&tur, next_ctx++, i);
+	kick();
+	got = get_cmps(r, n, 5000);
+	for (i = 0; i < got; i++)
+		ok += good(&r[i]);
+	return got == n && ok == n;
+}
+
+static int do_batch(const char *disk)
+{
+	unsigned long long on, off;
+	pid_t tid;
+	int p, ok;
+
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("batch set-up");
+	tap(!set_param("batch_workers", "1"), "batch-default-mode", "%s", strerror(errno));
+	ok = singles(3);
+	tid = worker_tid();
+	tap(tid > 0, "batch-worker-found", "tid %d", tid);
+	if (tid <= 0)
+		die("no worker");
+	p = policy_is(tid, SCHED_OTHER);
+	tap(ok && p == SCHED_OTHER, "batch-singles-normal", "policy %d, singles ok %d", p, ok);
+
+	on = adapter_field("batch_on");
+	ok = batch(4);
+	p = policy_is(tid, SCHED_BATCH);
+	tap(ok && p == SCHED_BATCH && adapter_field("batch_on") == on + 1,
+	    "batch-on-after-a-batch", "policy %d, batch ok %d, batch_on +%llu", p, ok,
+	    adapter_field("batch_on") - on);
+
+	/* VPS_BATCH_SINGLES - 1 single rounds keep it */
+	ok = singles(7);
+	usleep(20000);
+	p = sched_getscheduler(tid);
+	tap(ok && p == SCHED_BATCH, "batch-kept-through-7-singles", "policy %d", p);
+	off = adapter_field("batch_off");
+	ok = singles(1);
+	p = policy_is(tid, SCHED_OTHER);
+	tap(ok && p == SCHED_OTHER && adapter_field("batch_off") == off + 1,
+	    "batch-off-after-8-singles", "policy %d, batch_off +%llu", p,
+	    adapter_field("batch_off") - off);
+
+	/* VPS_BATCH_TRY single rounds: a one-round try */
+	on = adapter_field("batch_on");
+	ok = singles(63);
+	usleep(20000);
+	p = sched_getscheduler(tid);
+	tap(ok && p == SCHED_OTHER && adapter_field("batch_on") == on,
+	    "batch-no-try-before-64", "policy %d, batch_on +%llu", p,
+	    adapter_field("batch_on") - on);
+	ok = singles(1);
+	p = policy_is(tid, SCHED_BATCH);
+	tap(ok && p == SCHED_BATCH, "batch-try-after-64", "policy %d", p);
+	ok = singles(1);
+	p = policy_is(tid, SCHED_OTHER);
+	tap(ok && p == SCHED_OTHER, "batch-try-ends-on-a-single", "policy %d", p);
+	ok = singles(1);
+	usleep(20000);
+	p = sched_getscheduler(tid);
+	tap(ok && p == SCHED_OTHER, "batch-no-second-try", "policy %d", p);
+
+	/* 0: never, even after a batch; 2: always, even for a single */
+	ok = batch(4) && policy_is(tid, SCHED_BATCH) == SCHED_BATCH;
+	tap(!set_param("batch_workers", "0"), "batch-param-0", "%s", strerror(errno));
+	ok = ok && batch(4);
+	p = policy_is(tid, SCHED_OTHER);
+	tap(ok && p == SCHED_OTHER, "batch-0-normal-after-a-batch", "policy %d, ok %d", p, ok);
+	tap(!set_param("batch_workers", "2"), "batch-param-2", "%s", strerror(errno));
+	ok = singles(1);
+	p = policy_is(tid, SCHED_BATCH);
+	tap(ok && p == SCHED_BATCH, "batch-2-batch-for-a-single", "policy %d", p);
+	tap(!set_param("batch_workers", "1"), "batch-param-back", "%s", strerror(errno));
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 static int do_bench(const char *disk, int qd, double seconds, bool spin)
 {
 	static struct result res[256];
@@ -3974,6 +4097,8 @@ int main(int argc, char **argv)
 		return do_close_inflight(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "poll"))
 		return do_poll(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "batch"))
+		return do_batch(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "coalesce"))
 		return do_coalesce(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "mq"))
