@@ -154,10 +154,18 @@ if [ "$DRV" = pvscsi_mq ]; then
 	t_equal event-idx-on "$(cat "$st/event_idx")" 1
 	i0=$(cat "$st/interrupts")
 	c0=$(cat "$st/completions")
+	k0=$(cat "$st/kicks_rw")
 	echo "VPS-MARK event-stress"
 	sleep 3
 	burst_stress event-stress 32 500 15
 	echo "# event index: $(( $(cat "$st/interrupts") - i0 )) interrupts for $(( $(cat "$st/completions") - c0 )) completions"
+	# A burst rings the doorbell once, not once per request while the
+	# device's worker has yet to run (pvscsi_kick_locked's "rung once is
+	# enough"): before it, about one doorbell per request here.
+	k=$(( $(cat "$st/kicks_rw") - k0 ))
+	c=$(( $(cat "$st/completions") - c0 ))
+	echo "# event stress: $k doorbells for $c requests"
+	t_check event-stress-doorbells-shared test $((2 * k)) -le "$c"
 	echo "VPS-MARK event-stress-done"
 fi
 
