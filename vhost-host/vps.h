@@ -265,6 +265,16 @@ struct vps_queue {
 	u32 nr_inflight;			/* inflight and cmp_backlog */
 	struct list_head cmp_backlog;		/* waiting for ring room */
 	struct vps_poll kick;
+	/*
+	 * The doorbell's own threshold raise (vps_kick_wakeup()): the ring's
+	 * reqCallThreshold field and size, published by the worker
+	 * (smp_store_release) while it runs the ring with the threshold on;
+	 * cleared by vps_dev_lock(), which waits for a wake-up that read it,
+	 * so nothing is written there once the control path may move or drop
+	 * the rings.
+	 */
+	__le32 __user *kick_thr;
+	u32 kick_thr_entries;
 	struct eventfd_ctx *call;
 	u64 kicks;				/* per queue, for debugfs */
 	u64 requests;
@@ -284,6 +294,8 @@ struct vps_pcpu_stats {
 	u64 bounced;			/* READ/WRITE through bounce pages */
 	u64 batch_on;			/* workers made SCHED_BATCH */
 	u64 batch_off;			/* ... SCHED_NORMAL again */
+	u64 doorbells;			/* doorbell eventfd signals */
+	u64 kick_raised;		/* ... that raised the threshold */
 	u64 coalesced;			/* interrupts held back */
 	u64 stale_posted;		/* the stale_completions hook's */
 };
@@ -396,7 +408,13 @@ static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n)
 	this_cpu_add(*(u64 __percpu *)((u8 __percpu *)dev->pstats + off), n);
 }
 
-/* the control path's lock: dev->mutex, then every queue's */
+void vps_kick_thr_off(struct vps_dev *dev);
+
+/*
+ * the control path's lock: dev->mutex, then every queue's; and the
+ * doorbells stop writing to the rings state page until a worker's next
+ * round
+ */
 static inline void vps_dev_lock(struct vps_dev *dev)
 {
 	u32 i;
@@ -404,6 +422,7 @@ static inline void vps_dev_lock(struct vps_dev *dev)
 	mutex_lock(&dev->mutex);
 	for (i = 0; i < VPS_MAX_QUEUES; i++)
 		mutex_lock_nest_lock(&dev->q[i].lock, &dev->mutex);
+	vps_kick_thr_off(dev);
 }
 
 static inline void vps_dev_unlock(struct vps_dev *dev)

@@ -122,8 +122,8 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features));
-	seq_printf(m, "batch_on %llu batch_off %llu\n", sum.batch_on,
-		   sum.batch_off);
+	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu\n",
+		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];

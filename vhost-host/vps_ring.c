@@ -717,8 +717,15 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 			return false;
 	}
 	/* we are polling now: ask the guest not to ring the doorbell */
-	if (dev->req_threshold)
+	if (dev->req_threshold) {
 		vps_rs_put(dev, q->req_call_threshold, entries);
+		/* ... and let the doorbell say so itself (vps_kick_wakeup) */
+		if (READ_ONCE(q->kick_thr) != q->req_call_threshold) {
+			q->kick_thr_entries = entries;
+			/* the size before the field: vps_kick_wakeup's acquire */
+			smp_store_release(&q->kick_thr, q->req_call_threshold);
+		}
+	}
 
 	for (;;) {
 		u32 prod, avail, slot;
@@ -1009,6 +1016,9 @@ static void vps_worker_policy(struct vps_queue *q)
 	}
 	if (batch == q->batch)
 		return;
+	/* a policy someone else gave it (chrt -f, a real-time setup) stays */
+	if (current->policy != SCHED_NORMAL && current->policy != SCHED_BATCH)
+		return;
 	attr.sched_policy = batch ? SCHED_BATCH : SCHED_NORMAL;
 	/* a failure leaves it as it was, and the next round tries again */
 	if (sched_setattr_nocheck(current, &attr))
@@ -1225,15 +1235,68 @@ void vps_kick_all(struct vps_dev *dev)
 }
 
 /* eventfd wake-up: the guest rang a doorbell (atomic context) */
+/*
+ * The doorbell raises reqCallThreshold itself, as the worker does when its
+ * round starts.  PVSCSI's threshold counts from reqConsIdx: until the
+ * woken worker runs and consumes, every request a guest queues is over it
+ * and rings again, a VM exit each (vmw_pvscsi at queue depth 32: one per
+ * request where the worker shares the vCPU's CPU).  Raised here, in the
+ * thread that rang (KVM's ioeventfd: the vCPU's; QEMU's own fallback: one
+ * of QEMU's), the guest skips the doorbells that follow, and the worker's
+ * round ends with the usual re-arm and second look.  Only from the
+ * owner's address space, without faulting (an atomic context: the
+ * eventfd's lock is held), and only while a worker's round published
+ * the field (vps_dev_lock() withdraws it and waits for us).  A failed
+ * write costs only the doorbells it would have saved.  The worker's next
+ * round writes the field again (and marks the page dirty for a
+ * migration); the bit set after the write makes sure that round comes.
+ */
 static int vps_kick_wakeup(wait_queue_entry_t *wait, unsigned int mode,
 			   int sync, void *key)
 {
 	struct vps_poll *poll = container_of(wait, struct vps_poll, wait);
+	struct vps_queue *q = poll->q;
+	__le32 __user *thr;
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
-	vps_kick_worker(poll->q);
+	vps_count(q->dev, doorbells);
+	/* the field, then the size the worker stored before it */
+	thr = smp_load_acquire(&q->kick_thr);
+	if (thr && current->mm == q->dev->mm) {
+		__le32 v = cpu_to_le32(q->kick_thr_entries);
+
+		if (!copy_to_user_nofault(thr, &v, sizeof(v)))
+			vps_count(q->dev, kick_raised);
+		/* the raise before the bit the worker's round clears */
+		smp_mb__before_atomic();
+	}
+	vps_kick_worker(q);
 	return 0;
+}
+
+/*
+ * No doorbell writes to a rings state page any more (see above), and
+ * none that read the field is still running: it runs under the eventfd's
+ * wait queue lock.  Under vps_dev_lock(), so no round publishes it again
+ * meanwhile.
+ */
+void vps_kick_thr_off(struct vps_dev *dev)
+{
+	unsigned long flags;
+	u32 i;
+
+	for (i = 0; i < VPS_MAX_QUEUES; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		if (!q->kick_thr)
+			continue;
+		WRITE_ONCE(q->kick_thr, NULL);
+		if (q->kick.wqh) {
+			spin_lock_irqsave(&q->kick.wqh->lock, flags);
+			spin_unlock_irqrestore(&q->kick.wqh->lock, flags);
+		}
+	}
 }
 
 static void vps_kick_queue(struct file *file, wait_queue_head_t *wqh,

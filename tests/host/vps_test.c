@@ -1747,6 +1747,14 @@ static void check_small_cmp_ring(void)
 	new_rings(CMP_PAGES);
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 static void check_threshold(void)
 {
 	struct vps_stats s0, s1;
@@ -1766,15 +1774,45 @@ static void check_threshold(void)
 	s1 = stats();
 	tap(s1.completions == s0.completions + 1 && rs->req_call_threshold == 1,
 	    "threshold-rearmed-when-idle", "threshold %u", rs->req_call_threshold);
-	(void)r;
-}
 
-static double now(void)
-{
-	struct timespec t;
+	/*
+	 * The doorbell raises the threshold itself, in the thread that rang
+	 * (vps_kick_wakeup()), once a round ran with the threshold on: the
+	 * requests queued before the worker runs do not ring again.  Not from
+	 * another address space (a child's doorbell), and the worker's round
+	 * re-arms it as always.
+	 */
+	{
+		unsigned long long r0 = adapter_field("kick_raised"), d0;
+		double t0;
+		pid_t child;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
+		d0 = adapter_field("doorbells_rung");
+		CHECK_GOOD("io-doorbell-raises", c);
+		t0 = now();
+		while (__atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE) != 1 &&
+		       now() - t0 < 1)
+			usleep(100);
+		tap(adapter_field("kick_raised") == r0 + 1 &&
+		    adapter_field("doorbells_rung") == d0 + 1 && rs->req_call_threshold == 1,
+		    "doorbell-raises-threshold", "raised +%llu, rung +%llu, threshold %u",
+		    adapter_field("kick_raised") - r0, adapter_field("doorbells_rung") - d0,
+		    rs->req_call_threshold);
+		r0 = adapter_field("kick_raised");
+		d0 = adapter_field("doorbells_rung");
+		put_req(&c, next_ctx++, 0);
+		child = fork();
+		if (!child) {
+			kick();
+			_exit(0);
+		}
+		waitpid(child, NULL, 0);
+		tap(get_cmps(&r, 1, 5000) == 1 && good(&r) &&
+		    adapter_field("kick_raised") == r0 &&
+		    adapter_field("doorbells_rung") == d0 + 1,
+		    "doorbell-other-mm-no-raise", "raised +%llu, rung +%llu",
+		    adapter_field("kick_raised") - r0, adapter_field("doorbells_rung") - d0);
+	}
 }
 
 /*
@@ -3743,6 +3781,20 @@ static int do_batch(const char *disk)
 	p = policy_is(tid, SCHED_BATCH);
 	tap(ok && p == SCHED_BATCH, "batch-2-batch-for-a-single", "policy %d", p);
 	tap(!set_param("batch_workers", "1"), "batch-param-back", "%s", strerror(errno));
+
+	/* a policy the administrator gave the worker is left alone */
+	{
+		struct sched_param sp = { .sched_priority = 1 };
+
+		tap(!sched_setscheduler(tid, SCHED_FIFO, &sp), "batch-rt-set", "%s",
+		    strerror(errno));
+		ok = singles(8) && batch(4);
+		usleep(20000);
+		p = sched_getscheduler(tid);
+		tap(ok && p == SCHED_FIFO, "batch-rt-policy-kept", "policy %d", p);
+		sp.sched_priority = 0;
+		sched_setscheduler(tid, SCHED_OTHER, &sp);
+	}
 	close_adapter();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
