@@ -1080,11 +1080,6 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 {
 	struct vhost_task *vtsk;
 
-	/* a new task starts SCHED_NORMAL */
-	q->batch = false;
-	q->batch_try = false;
-	q->singles = 0;
-	q->took = 0;
 	vtsk = vhost_task_create(vps_worker_step, vps_worker_killed, q, name);
 	if (IS_ERR(vtsk))
 		return PTR_ERR(vtsk);
@@ -1092,7 +1087,6 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 	vhost_task_start(vtsk);
 	return 0;
 }
-
 #else
 /*
  * A kthread that adopts the owner's mm to reach guest memory, a round at
@@ -1146,11 +1140,6 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 	struct task_struct *task;
 	int ret;
 
-	/* a new task starts SCHED_NORMAL */
-	q->batch = false;
-	q->batch_try = false;
-	q->singles = 0;
-	q->took = 0;
 	task = kthread_create(vps_worker_fn, q, "%s", name);
 	if (IS_ERR(task))
 		return PTR_ERR(task);
@@ -1200,6 +1189,11 @@ int vps_worker_start(struct vps_queue *q)
 		if (!q->scratch)
 			return -ENOMEM;
 	}
+	/* a new task starts SCHED_NORMAL (vps_worker_policy) */
+	q->batch = false;
+	q->batch_try = false;
+	q->singles = 0;
+	q->took = 0;
 	/* queue 0's keeps the name it had before there were queues */
 	if (q->index)
 		snprintf(name, sizeof(name), "vhost-pvscsi-%d.%u",
