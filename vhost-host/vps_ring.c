@@ -973,8 +973,9 @@ static long vps_worker_timeout(struct vps_queue *q)
  * within the round (null_blk, the page cache), the interrupt goes out, and
  * a queue-depth-32 guest is held to one request per doorbell and per
  * interrupt.  Not preempted, the vCPU goes on queueing (the doorbells
- * after the first are skipped: the worker has not re-armed yet) until it
- * waits, and the worker takes and completes the batch in one round.
+ * after the first are skipped: that one raised the threshold,
+ * vps_kick_wakeup()) until it waits, and the worker takes and completes
+ * the batch in one round.
  *
  * At queue depth 1 that costs the guest's way from its doorbell to its
  * halt (0.4 ms under nested TCG: Documentation/bench/batch-workers.md):
