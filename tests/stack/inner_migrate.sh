@@ -23,8 +23,10 @@ mailbox() {
 	done
 }
 # fio_rounds TAG BASE: write and verify (crc32c) 16 MiB rounds until the
-# host's order TAG-stop, round N at BASE + (N mod 4) * 16 MiB; prints the
-# rounds that ran and those that failed
+# host's order TAG-stop, and at least two, round N at BASE + (N mod 4) *
+# 16 MiB; prints the rounds that ran and those that failed.  At least two:
+# the host's order may come within the first (the gate's three migrations
+# in a row can), and the checks want a round written after another.
 v="--direct=1 --ioengine=libaio --bs=4k --iodepth=16 --rw=randwrite --size=16M --verify=crc32c --verify_fatal=1 --output-format=terse --minimal"
 # MQ=2: a writer per vCPU, each on its own CPU and so on its own queue,
 # each on its half of the round's 16 MiB
@@ -36,7 +38,7 @@ fi
 irqs() { grep pvscsi_mq /proc/interrupts | awk '{s = 0; for (i = 2; i < NF - 2; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%s ", s}'; }
 fio_rounds() {
 	_r=0 _bad=0
-	while ! dd if=/dev/vda bs=512 count=1 iflag=direct 2>/dev/null | grep -q "$1-stop"; do
+	while [ "$_r" -lt 2 ] || ! dd if=/dev/vda bs=512 count=1 iflag=direct 2>/dev/null | grep -q "$1-stop"; do
 		_r=$((_r + 1))
 		if ! fio --name=m --filename=/dev/sda --do_verify=1 --offset=$(( $2 + (_r % 4) * 16 ))M $v > /tmp/m.log 2>&1; then
 			_bad=$((_bad + 1))
