@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612 61
-# checks: 405
+# checks: 406
 #
 # vhost_pvscsi.ko driven by tests/host/vps_test, which plays VMM and guest
 # over /dev/vhost-pvscsi.  Against a memory-backed null_blk (with discard),

@@ -1812,6 +1812,36 @@ static void check_threshold(void)
 		    adapter_field("doorbells_rung") == d0 + 1,
 		    "doorbell-other-mm-no-raise", "raised +%llu, rung +%llu",
 		    adapter_field("kick_raised") - r0, adapter_field("doorbells_rung") - d0);
+
+		/*
+		 * The raise cannot fault (it runs in the eventfd's wake-up,
+		 * under a spinlock): when the page is not writable as
+		 * mapped, the raise is skipped and the doorbell still wakes
+		 * the worker.  fork() makes our private "guest RAM"
+		 * copy-on-write: the rings state page is read-only in our
+		 * page table until someone writes it, and the worker's
+		 * round (a faulting write) does.  The request is queued
+		 * before the fork and well after the worker's re-arm and
+		 * its second look (VPS_RECHECK_MS), so only the doorbell
+		 * can start it.
+		 */
+		usleep(50000);
+		r0 = adapter_field("kick_raised");
+		d0 = adapter_field("doorbells_rung");
+		put_req(&c, next_ctx++, 0);
+		child = fork();
+		if (!child) {
+			pause();
+			_exit(0);
+		}
+		kick();
+		e = get_cmps(&r, 1, 5000) == 1 && good(&r);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		tap(e && adapter_field("kick_raised") == r0 &&
+		    adapter_field("doorbells_rung") == d0 + 1,
+		    "doorbell-raise-fault-skipped", "served %d, raised +%llu, rung +%llu",
+		    e, adapter_field("kick_raised") - r0, adapter_field("doorbells_rung") - d0);
 	}
 }
 
