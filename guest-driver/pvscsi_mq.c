@@ -227,7 +227,7 @@ struct pvscsi_queue {
 	u32 kick_reg;		/* its doorbell register */
 
 	/*
-	 * submit_lock guards req_prod, submit_seq, kick_pending, kick_prod, the request
+	 * submit_lock guards req_prod, submit_seq, kick_pending, the request
 	 * ring slots, *req_prod_idx and the adapter's resetting and
 	 * no_rings (written under every queue's submit_lock).
 	 */
@@ -235,7 +235,6 @@ struct pvscsi_queue {
 	u32 req_prod;
 	u32 submit_seq;		/* high half of the next context */
 	u32 kick_pending;	/* PVSCSI_KICK_* not yet rung */
-	u32 kick_prod;		/* req_prod at the last doorbell decision */
 
 	/* cmp_lock guards cmp_cons and *cmp_cons_idx, *cmp_event_idx */
 	spinlock_t cmp_lock;
@@ -276,13 +275,6 @@ struct pvscsi_adapter {
 	enum pvscsi_irq_kind irq_kind;
 	bool use_msg;		/* device accepted SETUP_MSG_RING */
 	bool use_threshold;	/* device accepted SETUP_REQCALLTHRESHOLD */
-	/*
-	 * ... and answers the extension's query: ours, which re-reads
-	 * reqProdIdx after its last reqConsIdx store before it sleeps, so a
-	 * doorbell is rung once per batch (pvscsi_kick_locked()).  Set with
-	 * the rings, as use_threshold.
-	 */
-	bool kick_once;
 	/*
 	 * The device accepted EXT_SET_FEATURES INTR_MODERATION: it interrupts
 	 * for the completion the event index names.  Set with the rings
@@ -482,13 +474,12 @@ static void pvscsi_fill_data(struct pvscsi_adapter *a, struct scsi_cmnd *cmd,
 static void pvscsi_kick_locked(struct pvscsi_queue *q)
 {
 	struct pvscsi_adapter *a = q->a;
-	u32 pending = q->kick_pending, prev = q->kick_prod;
+	u32 pending = q->kick_pending;
 	u32 cons, threshold;
 
 	if (!pending || READ_ONCE(a->resetting))
 		return;
 	q->kick_pending = 0;
-	q->kick_prod = q->req_prod;
 	if (pending & PVSCSI_KICK_NON_RW) {
 		/*
 		 * the device processes the whole ring on either doorbell
@@ -515,25 +506,6 @@ static void pvscsi_kick_locked(struct pvscsi_queue *q)
 		cons = le32_to_cpu(READ_ONCE(*q->req_cons_idx));
 		threshold = le32_to_cpu(READ_ONCE(*q->req_call_threshold));
 		if (q->req_prod - cons < threshold) {
-			q->stats.kicks_skipped++;
-			return;
-		}
-		/*
-		 * Rung once is enough, as virtio's avail_event: what was
-		 * queued up to the last decision (prev) was at or over the
-		 * threshold already, so that decision rang, or skipped by
-		 * this rule on the strength of an earlier one.  The device
-		 * has not consumed up to it yet (cons behind prev), and
-		 * once it has, it barriers and reads req_prod_idx again
-		 * before it sleeps: a load that must see our store, ordered
-		 * before our load of cons by the barrier above.  Without
-		 * this, every request queued before the device's worker got
-		 * to run rang again (a VM exit each: one per request at
-		 * queue depth 32 where the worker shares the vCPU's CPU).
-		 * Only on our device (kick_once): PVSCSI does not promise
-		 * that re-read, and another device may sleep on the request.
-		 */
-		if (a->kick_once && (s32)(prev - cons) >= (s32)threshold) {
 			q->stats.kicks_skipped++;
 			return;
 		}
@@ -1127,7 +1099,6 @@ static int pvscsi_setup_rings(struct pvscsi_adapter *a)
 					&thr, sizeof(thr));
 		a->use_threshold = status != PVSCSI_STATUS_UNSUPPORTED;
 	}
-	a->kick_once = a->use_threshold && PVSCSI_EXT_STATUS_VALID(a->ext_status);
 
 	/* SETUP_RINGS turned the device's features off; the index is 0 */
 	a->use_event_idx = false;
@@ -1405,7 +1376,6 @@ static void pvscsi_set_submit(struct pvscsi_adapter *a, bool resetting,
 		if (resetting) {
 			q->kick_pending = 0;
 			q->req_prod = 0;
-			q->kick_prod = 0;
 		}
 		spin_unlock_irqrestore(&q->submit_lock, flags);
 	}

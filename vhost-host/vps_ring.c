@@ -746,26 +746,8 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 			/* a doorbell's pass polls (not a second look's) */
 			if (!peek && !armed && vps_poll_ring(q, &poll_end))
 				continue;
-			if (!dev->req_threshold)
+			if (!dev->req_threshold || armed)
 				break;
-			if (armed) {
-				/*
-				 * pvscsi_mq skips the doorbell while we have
-				 * not consumed up to its last one: it stores
-				 * req_prod_idx, barriers, loads reqConsIdx.
-				 * Our reqConsIdx stores since the re-arm's
-				 * barrier need one too before the load that
-				 * lets us sleep, or both loads may miss.
-				 */
-				smp_mb();
-				if (vps_rs_get(dev, q->req_prod_idx, &prod)) {
-					vps_break(dev, "rings state unreadable");
-					return false;
-				}
-				if (prod == q->req_cons)
-					break;
-				continue;
-			}
 			/*
 			 * Going idle: re-arm the doorbell, then look once
 			 * more so a request posted meanwhile is not missed.

@@ -160,8 +160,9 @@ if [ "$DRV" = pvscsi_mq ]; then
 	burst_stress event-stress 32 500 15
 	echo "# event index: $(( $(cat "$st/interrupts") - i0 )) interrupts for $(( $(cat "$st/completions") - c0 )) completions"
 	# A burst rings the doorbell once, not once per request while the
-	# device's worker has yet to run (pvscsi_kick_locked's "rung once is
-	# enough"): before it, about one doorbell per request here.
+	# device's worker has yet to run: the doorbell raises the request
+	# threshold itself (vhost_pvscsi's vps_kick_wakeup). Before that,
+	# about one doorbell per request here.
 	k=$(( $(cat "$st/kicks_rw") - k0 ))
 	c=$(( $(cat "$st/completions") - c0 ))
 	echo "# event stress: $k doorbells for $c requests"
