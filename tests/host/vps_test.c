@@ -1830,6 +1830,8 @@ static void check_threshold(void)
 		d0 = adapter_field("doorbells_rung");
 		put_req(&c, next_ctx++, 0);
 		child = fork();
+		if (child < 0)
+			die("fork");	/* and never kill(-1) below */
 		if (!child) {
 			pause();
 			_exit(0);
