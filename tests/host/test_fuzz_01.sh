@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 13
+# checks: 16
 #
 # The ring fuzzer's bounded slice (tests/host/vps_fuzz.c): a fixed seed
 # for 10 s (the same stream every run), then a fresh seed for
@@ -12,9 +12,12 @@
 # ring-state index writes, resets, aborts, attach/detach, memory table
 # changes and closes, migration stops (VPS_STOP: nothing in flight once
 # stopped, nothing consumed until run again) with the dirty log turned
-# on, off and checked while stopped, interleaved with I/O against null_blk, an ext4 file
-# and a read-only brd LUN.  Every completion valid and once, no hang in a
-# sane epoch, the gauges at 0 after every close, the module unloads.
+# on, off and checked while stopped, further queues of the multi-queue
+# extension (VPS_SETUP_QUEUE, valid and refused, the I/O spread over
+# them), interleaved with I/O against null_blk, an ext4 file
+# and a read-only brd LUN.  Every completion valid, once and on the
+# queue it was posted on, no hang in a sane epoch, the gauges at 0 after
+# every close, every run reached the queues, the module unloads.
 # The fresh seed is in the check's name: replay it with VPS_FUZZ_SEED=N.
 # In the gate (tests/run --tier gate) the "fresh" seed is a fixed one too:
 # the gate must fail only on a change, and fresh seeds run in check-full.
