@@ -413,6 +413,15 @@ vps_inner_wait_console() {
 	done
 }
 
+# vps_inner_wait_mark NAME MARK SECONDS: vps_inner_wait_console for the
+# console line "VPS-MARK MARK" itself, not a longer mark that starts
+# with it: scripts/bench waited for "start-r2-null-rr32-ours-mq", matched
+# "start-r2-null-rr32-ours-mq1q" printed before it (the adapter order is
+# reversed every other round) and read ours-mq's counters around nothing
+vps_inner_wait_mark() {
+	vps_inner_wait_console "$1" "VPS-MARK $2([^[:alnum:]_.-]|\$)" "$3"
+}
+
 # vps_inner_wait NAME [EXPECT]: wait for the inner guest, relay its checks
 # as NAME/<check> and judge NAME/vm.  EXPECT=killed: QEMU was killed on
 # purpose, only its kernel log is judged.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 30
+# checks: 35
 #
 # vps_inner_wait (scripts/vm/guest.sh) on a fake inner guest whose own
 # checks failed, run in busybox sh as in a host VM, without booting one.
@@ -24,7 +24,8 @@
 # I/O pending, a BUG on the inner console or no QEMU must not say it; it
 # kills the fake QEMU in every case.  And vps_inner_wait_console: it
 # returns at once when the line is there, waits by the clock, and gives
-# up at once on a console silent for 180 s.
+# up at once on a console silent for 180 s; vps_inner_wait_mark waits for
+# its mark, not for a longer one that starts with it.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 n=vpsinner$$
 w=$(mktemp -d /tmp/vps-inner-XXXXXX)
@@ -146,3 +147,18 @@ check wait-console-kicks grep -qx 'info registers' "$w/mon.got"
 check wait-console-kicks-once test "$(grep -c 'info registers' "$w/mon.got")" = 1
 check wait-console-says-kick grep -q "console silent 7[0-9] s: its vCPU kicked through the monitor" "$w/wc.out"
 rm -f "/tmp/$s.mon.in"
+
+# --- vps_inner_wait_mark: that mark, not a longer one starting with it --
+# (scripts/bench read ours-mq's counters around ours-mq1q's mark)
+wm_case() { # console text (printf), mark; prints the status
+	rm -f "/tmp/$s.code"
+	# shellcheck disable=SC2059
+	printf "$1" > "/tmp/$s.console"
+	busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_inner_wait_mark $s '$2' 2" > "$w/wm.out" 2>&1
+	echo $?
+}
+check wait-mark-not-a-longer-one test "$(wm_case 'VPS-MARK start-r2-rr32-ours-mq1q\r\n' start-r2-rr32-ours-mq)" = 1
+check wait-mark-not-a-longer-one-lf test "$(wm_case 'VPS-MARK end-r2-rr32-ours-mqpoll\n' end-r2-rr32-ours-mq)" = 1
+check wait-mark-crlf test "$(wm_case 'VPS-MARK start-r2-rr32-ours-mq1q\r\nVPS-MARK start-r2-rr32-ours-mq\r\n' start-r2-rr32-ours-mq)" = 0
+check wait-mark-lf-last test "$(wm_case 'boot\nVPS-MARK end-qd1' end-qd1)" = 0
+check wait-mark-the-longer-one test "$(wm_case 'VPS-MARK start-r2-rr32-ours-mq\r\nVPS-MARK start-r2-rr32-ours-mq1q\r\n' start-r2-rr32-ours-mq1q)" = 0
