@@ -199,10 +199,12 @@ vps_inner_start() {
 		echo "inner $_n: no ${_mem} MiB of 2 MiB pages to be had; its RAM is in 4 KiB pages"
 	fi
 	# KERNEL "-": no -kernel; the firmware boots a disk the arguments name
-	# (scripts/mkimage's images carry the command line below themselves)
+	# (scripts/mkimage's images carry the command line below themselves).
+	# VPS_INNER_APPEND: more of the command line (stack/test_mq_02:
+	# iomem=relaxed, to write a bound adapter's registers with devmem)
 	if [ "$_k" != - ]; then
 		set -- -kernel "$_k" -initrd "$_i" \
-			-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc" "$@"
+			-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc${VPS_INNER_APPEND:+ $VPS_INNER_APPEND}" "$@"
 	fi
 	# VPS_INNER_INCOMING=URI: a migration's destination for the inner
 	# guest NAME that runs (tests/stack/stack_migrate.sh): the guest goes

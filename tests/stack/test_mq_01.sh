@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 32
+# checks: 51
 #
 # The multi-queue extension end to end: a KVM guest with two vCPUs runs
 # pvscsi_mq on -device vhost-pvscsi,num-queues=3 (our QEMU), nested in a
@@ -17,8 +17,21 @@
 # first; the one left is polled): no vector, HCTX_TYPE_POLL; fio's
 # io_uring with hipri (IOPOLL) writes and verifies through it, the
 # guest's mq_poll reaps it, and the module raised no interrupt on it
-# while it carried requests.  QEMU refuses num-queues out of 1..16.  At
-# the end the module unloads and no kernel log has a report.
+# while it carried requests.  QEMU refuses num-queues out of 1..16.
+#
+# Then PVSCSI_CMD_EXT_SETUP_QUEUES from a hostile guest, through our QEMU
+# device to the module: a second guest, one vCPU, pvscsi_mq on
+# num-queues=4 (it takes one queue, three more are offered), writes
+# EXT_SETUP_QUEUES straight to the adapter's registers (devmem; its
+# kernel boots with iomem=relaxed so that a bound driver's BAR can be
+# written), each time with one mistake: a bad magic, queue 0, a queue out
+# of order, a queue beyond those offered, a request ring larger than the
+# device's limit (QEMU refuses these itself), a ring of 0 pages and a
+# ring page outside the guest's RAM (QEMU asks the module, which refuses:
+# EINVAL, EFAULT).  Each must read back COMMAND_STATUS -1, QEMU's trace
+# must show each refusal, and nothing may change: the module's adapter
+# still has one queue and the disk still writes and verifies.  At the end
+# the module unloads and no kernel log has a report.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-mq-XXXXXX)
@@ -73,6 +86,53 @@ echo "VPS-MARK polled-done"
 sleep 5
 INNER
 vm_initramfs "$work/inner.cpio" "$work/inner.sh"
+cat > "$work/inner2.sh" <<'INNER'
+t_check load-pvscsi_mq vps_load pvscsi_mq
+vps_wait 30 test -b /dev/sda
+h=$(ls -d /sys/class/scsi_host/host* | head -1)/pvscsi
+t_equal queues "$(cat "$h/queues")" 1
+t_match iomem-relaxed "$(cat /proc/cmdline)" 'iomem=relaxed'
+d=$(dirname "$(grep -l 0x07c0 /sys/bus/pci/devices/*/device | head -1)")
+bar=$(awk 'NR == 1 {print $1}' "$d/resource")
+t_equal bar-is-mmio "$(( $(awk 'NR == 1 {print $3}' "$d/resource") & 0x200 ))" 512
+# sq NAME QUEUE MAGIC REQ_PAGES CMP_PAGES PPN: EXT_SETUP_QUEUES (0x5651)
+# with its 132 data dwords: magic, queue, the page counts, then 32
+# request and 32 completion ring PPNs (64 bits each; the first of each
+# is PPN); COMMAND_STATUS must read -1
+sq() {
+	devmem $((bar)) 32 0x5651
+	for w in "$3" "$2" "$4" "$5" $(($6 & 0xffffffff)) $(($6 >> 32)); do
+		devmem $((bar + 4)) 32 "$w"
+	done
+	i=0
+	while [ $i -lt 62 ]; do devmem $((bar + 4)) 32 0; i=$((i + 1)); done
+	devmem $((bar + 4)) 32 $(($6 & 0xffffffff))
+	devmem $((bar + 4)) 32 $(($6 >> 32))
+	i=0
+	while [ $i -lt 62 ]; do devmem $((bar + 4)) 32 0; i=$((i + 1)); done
+	t_equal "refused-$1" "$(devmem $((bar + 8)) 32)" 0xFFFFFFFF
+}
+M=0x56505351
+# 4 GiB: beyond this 512 MiB guest's RAM, in no memory region
+far=$((0x100000))
+echo "VPS-MARK poking"
+sq bad-magic 1 0x12345678 1 1 $far
+sq queue-0 0 $M 1 1 $far
+sq out-of-order 2 $M 1 1 $far
+sq not-offered 4 $M 1 1 $far
+sq ring-too-big 1 $M 64 1 $far
+sq no-pages 1 $M 0 1 $far
+sq page-outside-ram 1 $M 1 1 $far
+echo "VPS-MARK poked"
+t_equal queues-after "$(cat "$h/queues")" 1
+t_check fio-verify-after fio --name=t --filename=/dev/sda --rw=randwrite --do_verify=1 \
+	--direct=1 --ioengine=libaio --bs=4k --iodepth=16 --size=16M \
+	--verify=crc32c --verify_fatal=1 --output-format=terse --minimal
+t_equal aborts "$(cat "$h/aborts")" 0
+echo "VPS-MARK checked"
+sleep 5
+INNER
+vm_initramfs "$work/inner2.cpio" "$work/inner2.sh"
 
 vm_reset
 vm_nested_host
@@ -80,6 +140,7 @@ vm_modules brd
 vm_ours vhost_pvscsi
 vm_file "$kernel" /inner/vmlinuz
 vm_file "$work/inner.cpio" /inner/mq.cpio
+vm_file "$work/inner2.cpio" /inner/mq2.cpio
 VM_MEM=2560
 VM_TIMEOUT=900
 vm_run stack-mq <<'GUEST'
@@ -114,6 +175,24 @@ if vps_inner_wait_console mq 'VPS-MARK polled-done' 300; then
 	t_equal poll-queue-no-interrupt "$(q irqs 2)" 0
 fi
 vps_inner_wait mq
+VPS_INNER_APPEND=iomem=relaxed VPS_INNER_MEM=512 vps_inner_start mq2 /inner/vmlinuz /inner/mq2.cpio 600 \
+	-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
+	-device vhost-pvscsi,id=hba0,num-queues=4 \
+	-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+	-trace vhost_pvscsi_queue -trace vhost_pvscsi_ioctl_error
+pid=$(vps_inner_pid mq2)
+if vps_inner_wait_mark mq2 poked 300; then
+	a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
+	t_match mq2-adapter-one-queue "$(grep '^queues' "$a")" '^queues 1$'
+	tr=$(grep -a 'vhost_pvscsi_queue' "/tmp/mq2.qemu" | tr -d '\r')
+	echo "$tr"
+	# five refused by QEMU's own checks, one (0 pages) by the module
+	t_equal mq2-refusals-einval "$(echo "$tr" | grep -c 'queue [0-9]*: -22$')" 6
+	# the page outside RAM: the module's EFAULT
+	t_equal mq2-refusals-efault "$(echo "$tr" | grep -c 'queue 1: -14$')" 1
+	t_equal mq2-module-refusals "$(grep -ac 'vhost_pvscsi_ioctl_error SETUP_QUEUE' "/tmp/mq2.qemu")" 2
+fi
+vps_inner_wait mq2
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean host-dmesg-clean
