@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=sh
-# Inner guest of scripts/bench: one guest with eight (nine) adapters, told apart
+# Inner guest of scripts/bench: one guest with eight (ten) adapters, told apart
 # by PCI slot, each with two LUNs of the host VM: a null_blk device (1 GiB)
 # and a file on ext4 (smaller; the size tells them apart):
 #   10 vhost-pvscsi, in-tree vmw_pvscsi      11 QEMU pvscsi
@@ -10,6 +10,7 @@
 #   17 vhost-pvscsi,num-queues=1, pvscsi_mq too (with a multi-vCPU guest)
 #   18 vhost-pvscsi,num-queues=vCPUs+1, pvscsi_mq with a poll queue: its
 #      fio runs io_uring with hipri (polled), the others libaio
+#   19 vhost-scsi on one virtqueue (with a multi-vCPU guest)
 # For each round, backing, job and adapter (the adapter order reversed
 # every other round) it prints "VPS-MARK start-<tag>" / "VPS-MARK end-<tag>"
 # around fio, so that the host VM reads its counters exactly around the
@@ -20,7 +21,7 @@ slot() {
 	case $1 in
 	ours-vmw) echo 10 ;; pvscsi) echo 11 ;; virtio-scsi) echo 12 ;; vhost-scsi) echo 13 ;;
 	lsi) echo 14 ;; megasas) echo 15 ;; ours-mq) echo 16 ;; ours-mq1q) echo 17 ;;
-	ours-mqpoll) echo 18 ;;
+	ours-mqpoll) echo 18 ;; vhost-scsi1q) echo 19 ;;
 	esac
 }
 # disk ADAPTER BACKING -> sdX (null: the 1 GiB LUN, file: the smaller one)

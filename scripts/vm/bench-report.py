@@ -11,7 +11,10 @@ import statistics
 import sys
 
 ADAPTERS = ['ours-vmw', 'ours-mq', 'pvscsi', 'virtio-scsi', 'vhost-scsi', 'lsi', 'megasas',
-            'ours-mq1q', 'ours-mqpoll']
+            'ours-mq1q', 'vhost-scsi1q', 'ours-mqpoll']
+# with a multi-vCPU guest: each adapter with a queue per vCPU and the same
+# adapter on one queue, for the gain of the queues in the same run
+QUEUE_PAIRS = [('ours-mq', 'ours-mq1q'), ('vhost-scsi', 'vhost-scsi1q')]
 ANCHOR = 'virtio-scsi'
 JOBS = {
     'rr1': '4k randread QD 1', 'rr32': '4k randread QD 32',
@@ -53,7 +56,7 @@ def main():
         sys.exit('bench-report: no complete run in ' + raw)
     jobs = [j for j in JOBS if any(k[1] == j for k in runs)]
     backings = [b for b in BACKINGS if any(k[0] == b for k in runs)]
-    # ours-mq1q is there only with a multi-vCPU guest (--guest-cpus)
+    # ours-mq1q and vhost-scsi1q are there only with a multi-vCPU guest
     adapters = [d for d in ADAPTERS if any(k[2] == d for k in runs)]
     out = open(md, 'a')
     w = out.write
@@ -94,6 +97,24 @@ def main():
                   f'| {ours(d, rs, "vps_bells")} | {ours(d, rs, "vps_kicks")} '
                   f'| {ours(d, rs, "vps_calls")} |\n')
             chart.append(row)
+    pairs = [(m, o) for m, o in QUEUE_PAIRS if m in adapters and o in adapters]
+    if pairs:
+        w('\n## The gain of the queues\n\nMedian IOPS with a queue per vCPU over '
+          'the same adapter\'s on one queue, same run (IOPS: queues / one queue).\n\n')
+        w('| backing | job | ' + ' | '.join(f'{m} / {o}' for m, o in pairs) + ' |\n')
+        w('|---|---|' + '---:|' * len(pairs) + '\n')
+        for b in backings:
+            for j in jobs:
+                cells = []
+                for m, o in pairs:
+                    rm, ro = runs.get((b, j, m)), runs.get((b, j, o))
+                    if not rm or not ro:
+                        cells.append('-')
+                        continue
+                    im = statistics.median(float(r['iops']) for r in rm)
+                    io = statistics.median(float(r['iops']) for r in ro)
+                    cells.append(f'{im / io:.2f}x ({im:.0f} / {io:.0f})' if io else '-')
+                w(f'| {BACKINGS[b]} | {JOBS[j]} | ' + ' | '.join(cells) + ' |\n')
     w('\nIOPS and CPU time under nested TCG are not hardware figures; '
       'per-I/O counts and the ratios of one run are.\n')
     out.close()
