@@ -1070,6 +1070,7 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 	vhost_task_start(vtsk);
 	return 0;
 }
+
 #else
 /*
  * A kthread that adopts the owner's mm to reach guest memory, a round at
