@@ -489,20 +489,8 @@ static void open_adapter(void)
 	if (set_mem(RAM_SIZE))
 		die("SET_MEM_TABLE");
 	vps_sim_eventfds(vfd, &qs[0].kick_fd, &qs[0].call_fd, &msg_fd);
-	for (q = 1; q < NQ; q++) {
-		struct vps_eventfd e;
-
-		qs[q].kick_fd = eventfd(0, EFD_NONBLOCK);
-		qs[q].call_fd = eventfd(0, EFD_NONBLOCK);
-		if (qs[q].kick_fd < 0 || qs[q].call_fd < 0)
-			die("eventfd");
-		e = (struct vps_eventfd){ q, qs[q].kick_fd };
-		if (ioctl(vfd, VPS_SET_KICK_FD, &e))
-			die("SET_KICK_FD queue");
-		e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(q), qs[q].call_fd };
-		if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-			die("SET_CALL_FD queue");
-	}
+	for (q = 1; q < NQ; q++)
+		vps_sim_queue_eventfds(vfd, q, &qs[q].kick_fd, &qs[q].call_fd);
 	new_epoch_rings();
 	memset(attached, 0, sizeof(attached));
 	for (t = 0; t < 3; t++)

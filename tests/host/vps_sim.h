@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the guest simulators (vps_test, vps_fuzz) share of the VMM's side:
- * an adapter's eventfds.  Each program keeps its own guest memory layout.
+ * an adapter's eventfds, its queues' too.  Each program keeps its own
+ * guest memory layout.
  */
 #ifndef VPS_SIM_H
 #define VPS_SIM_H
@@ -41,6 +42,23 @@ static inline void vps_sim_eventfds(int vfd, int *kick, int *call, int *msg)
 	e = (struct vps_eventfd){ VPS_EVENT_MSG, *msg };
 	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
 		vps_sim_die("SET_CALL_FD msg");
+}
+
+/* queue q's (1..) doorbell and completion-call eventfds, handed over */
+static inline void vps_sim_queue_eventfds(int vfd, uint32_t q, int *kick, int *call)
+{
+	struct vps_eventfd e;
+
+	*kick = eventfd(0, EFD_NONBLOCK);
+	*call = eventfd(0, EFD_NONBLOCK);
+	if (*kick < 0 || *call < 0)
+		vps_sim_die("eventfd");
+	e = (struct vps_eventfd){ q, *kick };
+	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
+		vps_sim_die("SET_KICK_FD queue");
+	e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(q), *call };
+	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
+		vps_sim_die("SET_CALL_FD queue");
 }
 
 /* a disk's (or file's) size in 512-byte blocks */

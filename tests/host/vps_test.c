@@ -3138,18 +3138,7 @@ static int mq_setup(uint32_t q, unsigned long cmd)
 /* queue q's eventfds: its doorbell and its completion interrupt */
 static void mq_eventfds(uint32_t q)
 {
-	struct vps_eventfd e;
-
-	mq[q].kick = eventfd(0, EFD_NONBLOCK);
-	mq[q].call = eventfd(0, EFD_NONBLOCK);
-	if (mq[q].kick < 0 || mq[q].call < 0)
-		die("eventfd");
-	e = (struct vps_eventfd){ q, mq[q].kick };
-	if (ioctl(vfd, VPS_SET_KICK_FD, &e))
-		die("SET_KICK_FD q");
-	e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(q), mq[q].call };
-	if (ioctl(vfd, VPS_SET_CALL_FD, &e))
-		die("SET_CALL_FD q");
+	vps_sim_queue_eventfds(vfd, q, &mq[q].kick, &mq[q].call);
 }
 
 static void mq_put(uint32_t q, const struct cmd *c, uint64_t ctx)
