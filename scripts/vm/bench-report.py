@@ -38,6 +38,10 @@ def load(path):
     return runs
 
 
+def iops(rs):
+    return statistics.median(float(r['iops']) for r in rs)
+
+
 def per_io(rs, key):
     return statistics.median(float(r[key]) / float(r['ios']) for r in rs)
 
@@ -72,7 +76,7 @@ def main():
         w(f'\n## {BACKINGS[b]}\n')
         for j in jobs:
             base = runs.get((b, j, ANCHOR))
-            bi = statistics.median(float(r['iops']) for r in base) if base else 0
+            bi = iops(base) if base else 0
             w(f'\n### {JOBS[j]}\n\n')
             w(f'| adapter | IOPS | spread | x {ANCHOR} | p50 us | p99 us '
               '| exits/IO | MMIO/IO | inj/IO | gIRQ/IO | CPU us/IO | bell/IO | kick/IO | call/IO |\n')
@@ -84,11 +88,11 @@ def main():
                     w(f'| {d} | (no run) ||||||||||||| \n')
                     row.append('0')
                     continue
-                iops = [float(r['iops']) for r in rs]
-                m = statistics.median(iops)
+                each = [float(r['iops']) for r in rs]
+                m = iops(rs)
                 ratio = m / bi if bi else 0
                 row.append(f'{ratio:.3f}')
-                w(f'| {d} | {m:.0f} | {min(iops):.0f}-{max(iops):.0f} | {ratio:.2f} '
+                w(f'| {d} | {m:.0f} | {min(each):.0f}-{max(each):.0f} | {ratio:.2f} '
                   f'| {statistics.median(float(r["p50_us"]) for r in rs):.0f} '
                   f'| {statistics.median(float(r["p99_us"]) for r in rs):.0f} '
                   f'| {per_io(rs, "exits"):.2f} | {per_io(rs, "mmio_exits"):.2f} '
@@ -111,8 +115,7 @@ def main():
                     if not rm or not ro:
                         cells.append('-')
                         continue
-                    im = statistics.median(float(r['iops']) for r in rm)
-                    io = statistics.median(float(r['iops']) for r in ro)
+                    im, io = iops(rm), iops(ro)
                     cells.append(f'{im / io:.2f}x ({im:.0f} / {io:.0f})' if io else '-')
                 w(f'| {BACKINGS[b]} | {JOBS[j]} | ' + ' | '.join(cells) + ' |\n')
     w('\nIOPS and CPU time under nested TCG are not hardware figures; '

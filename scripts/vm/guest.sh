@@ -200,7 +200,7 @@ vps_inner_start() {
 	fi
 	# KERNEL "-": no -kernel; the firmware boots a disk the arguments name
 	# (scripts/mkimage's images carry the command line below themselves).
-	# VPS_INNER_APPEND: more of the command line (stack/test_mq_02:
+	# VPS_INNER_APPEND: more of the command line (stack/test_mq_01:
 	# iomem=relaxed, to write a bound adapter's registers with devmem)
 	if [ "$_k" != - ]; then
 		set -- -kernel "$_k" -initrd "$_i" \

@@ -135,7 +135,7 @@ static int rings_up, threshold_on, broken, hold_cmp;
 #define Q_PAGES		4
 #define Q_SLOTS		(Q_PAGES * PVSCSI_REQ_DESCS_PER_PAGE)
 struct fq {
-	uint32_t req_pages, cmp_pages, req_entries, cmp_entries;
+	uint32_t req_entries, cmp_entries;
 	uint32_t req_prod, cmp_cons;
 	unsigned int p_req, p_cmp;		/* their first pages */
 	/* the indices, in the rings state page */
@@ -342,8 +342,6 @@ static void draw_sizes(uint32_t *r, uint32_t *c, uint32_t *m)
 /* a queue's rings start empty: its indices and what the log wants */
 static void fq_start(struct fq *f, uint32_t req_pages, uint32_t cmp_pages)
 {
-	f->req_pages = req_pages;
-	f->cmp_pages = cmp_pages;
 	f->req_entries = req_pages * PVSCSI_REQ_DESCS_PER_PAGE;
 	f->cmp_entries = cmp_pages * PVSCSI_CMP_DESCS_PER_PAGE;
 	f->req_prod = 0;
