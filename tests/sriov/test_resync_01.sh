@@ -43,12 +43,16 @@ t_equal quiet/no-pass "$(pass)" "$n"
 t_match quiet/rate-refused "$(grep ' vf0:' $ST)" 'rate 0-100: -EINVAL;'
 t_equal quiet/refused-not-retried "$(dmesg | grep -c 'rate read back different')" 0
 
-# drift by hand: set again by the next check
+# drift by hand: set again by the next check.  A check may run between
+# the two commands, so the two settings may come back in two passes: wait
+# for each (and its log line, printed after the setting) on its own.
 t_check drift/mac $IP link set eth0 vf 0 mac 02:00:00:00:0b:0b
 t_check drift/vlan $IP link set eth0 vf 1 vlan 0
 t_check drift/pass vps_wait 10 pass_after "$n" 'drift check \(attributes\)$'
-t_check drift/mac-restored vps_wait 5 mac0
-t_check drift/vlan-restored vlan10
+t_check drift/mac-restored vps_wait 10 mac0
+t_check drift/vlan-restored vps_wait 10 vlan10
+vps_wait 5 sh -c "dmesg | grep -q 'vf0: mac read back different'"
+vps_wait 5 sh -c "dmesg | grep -q 'vf1: vlan read back different'"
 t_match drift/logged "$(dmesg | grep 'vf0: mac read back different')" 'set again: 0$'
 t_match drift/logged-vlan "$(dmesg | grep 'vf1: vlan read back different')" 'set again: 0$'
 
