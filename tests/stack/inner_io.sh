@@ -155,18 +155,24 @@ if [ "$DRV" = pvscsi_mq ]; then
 	i0=$(cat "$st/interrupts")
 	c0=$(cat "$st/completions")
 	k0=$(cat "$st/kicks_rw")
+	s0=$(cat "$st/kicks_skipped")
 	echo "VPS-MARK event-stress"
 	sleep 3
 	burst_stress event-stress 32 500 15
 	echo "# event index: $(( $(cat "$st/interrupts") - i0 )) interrupts for $(( $(cat "$st/completions") - c0 )) completions"
-	# A burst rings the doorbell once, not once per request while the
-	# device's worker has yet to run: the doorbell raises the request
-	# threshold itself (vhost_pvscsi's vps_kick_wakeup). Before that,
-	# about one doorbell per request here.
+	# Requests queued while the device's worker has yet to run share the
+	# doorbell: the doorbell raises the request threshold itself
+	# (vhost_pvscsi's vps_kick_wakeup), and we skip ours while it is up.
+	# The host VM checks that every doorbell raised it; here, that we
+	# skipped some.  How many depends on whether the host VM's one vCPU
+	# runs the worker between two of our requests (a strict alternation
+	# skips none), so the doorbells per request are printed, not bounded:
+	# a bound of 0.5 failed once in CI at 0.55 (the raise working).
 	k=$(( $(cat "$st/kicks_rw") - k0 ))
+	s=$(( $(cat "$st/kicks_skipped") - s0 ))
 	c=$(( $(cat "$st/completions") - c0 ))
-	echo "# event stress: $k doorbells for $c requests"
-	t_check event-stress-doorbells-shared test $((2 * k)) -le "$c"
+	echo "# event stress: $k doorbells, $s skipped, for $c requests"
+	t_check event-stress-doorbells-skipped test "$s" -gt 0
 	echo "VPS-MARK event-stress-done"
 fi
 
