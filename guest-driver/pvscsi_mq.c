@@ -148,29 +148,32 @@ static struct dentry *pvscsi_debugfs;
 
 /* --- per-command and per-adapter state --------------------------------- */
 
-enum pvscsi_cmd_bits {
-	/*
-	 * Set when the descriptor is published, cleared by whoever completes
-	 * the command: the completion ring, or the host reset failing it.
-	 * test_and_clear_bit makes "exactly once" hold against duplicate or
-	 * stale completions from the device.
-	 */
-	PVSCSI_CMD_INFLIGHT,
-};
-
 struct pvscsi_cmd_priv {
-	unsigned long flags;	/* PVSCSI_CMD_* bits, atomic bitops */
+	/*
+	 * The context while the command is in flight, 0 when not: set when
+	 * the descriptor is published, taken back to 0 by whoever completes
+	 * the command (the completion ring, or a host reset failing it),
+	 * under its queue's cmp_lock.  One compare-and-exchange against the
+	 * completion's context both matches and claims it: a check of the
+	 * context followed by a separate claim could take a stale completion
+	 * for the tag's next command, submitted on another CPU in between.
+	 */
+	atomic64_t inflight;
 	/*
 	 * The descriptor's context: tag + 1 in the low half, the queue's
 	 * submission number and the queue (4 bits) in the high half, so a
 	 * late completion of an earlier use of the tag is told apart from the
-	 * current one.  Written before
-	 * PVSCSI_CMD_INFLIGHT is set, with the queue it went on; read only
-	 * while it is.
+	 * current one.  Written before inflight, with the queue it went on.
 	 */
 	u64 context;
 	u32 queue;
 };
+
+/* the queue a context names (pvscsi_queuecommand() puts it there) */
+static u32 pvscsi_context_queue(u64 context)
+{
+	return (context >> 32) & (PVSCSI_EXT_MAX_QUEUES - 1);
+}
 
 struct pvscsi_sg_chunk {
 	struct pvscsi_sg_element *va;
@@ -594,7 +597,7 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	d->vcpu_hint = cpu_to_le16(raw_smp_processor_id());
 	pvscsi_fill_data(a, cmd, d, nseg, tag);
 
-	set_bit(PVSCSI_CMD_INFLIGHT, &p->flags);
+	atomic64_set(&p->inflight, p->context);
 	/* descriptor and SG page before the index that publishes them */
 	dma_wmb();
 	q->req_prod = prod + 1;
@@ -701,7 +704,7 @@ static void pvscsi_set_result(struct scsi_cmnd *cmd, u16 btstat, u16 sdstat,
 /*
  * Find the in-flight command behind a device-supplied context, or NULL;
  * q->cmp_lock held, and only a command submitted on @q is claimed (its
- * in-flight bit is cleared under its own queue's lock).
+ * in-flight context is taken under its own queue's lock).
  */
 static struct scsi_cmnd *pvscsi_claim(struct pvscsi_queue *q, u64 context)
 {
@@ -718,10 +721,11 @@ static struct scsi_cmnd *pvscsi_claim(struct pvscsi_queue *q, u64 context)
 	p = scsi_cmd_priv(cmd);
 	/*
 	 * A completion of an earlier use of this tag (a device that posts
-	 * one twice, or late) must not finish the command using it now.
+	 * one twice, or late) must not finish the command using it now: only
+	 * the context in flight, on this queue, is taken (once).
 	 */
-	if (p->context != context || READ_ONCE(p->queue) != q->index ||
-	    !test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+	if (pvscsi_context_queue(context) != q->index ||
+	    atomic64_cmpxchg(&p->inflight, context, 0) != (s64)context)
 		return NULL;
 	return cmd;
 }
@@ -1235,17 +1239,17 @@ static bool pvscsi_inflight(struct scsi_cmnd *cmd)
 {
 	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
 
-	return test_bit(PVSCSI_CMD_INFLIGHT, &p->flags);
+	return atomic64_read(&p->inflight) != 0;
 }
 
 /*
- * Under the command's queue's cmp_lock: a completion clears the in-flight
- * bit before it calls scsi_done(), both under that lock.  Seen without
- * it, a clear bit could belong to a completion still running, and the EH
- * would hand the command back while scsi_done() is yet to come.  A
- * command's queue is written before its in-flight bit is set; one whose
- * bit is clear under a lock that is not its queue's is looked at again
- * under the right one.
+ * Under the command's queue's cmp_lock: a completion takes the in-flight
+ * context before it calls scsi_done(), both under that lock.  Seen
+ * without it, a taken context could belong to a completion still
+ * running, and the EH would hand the command back while scsi_done() is
+ * yet to come.  A command's queue is written before its in-flight
+ * context; one not in flight under a lock that is not its queue's is
+ * looked at again under the right one.
  */
 static bool pvscsi_pending_on(struct pvscsi_queue *q, const struct pvscsi_match *m)
 {
@@ -1401,6 +1405,7 @@ static int pvscsi_fail_back(struct pvscsi_queue *q)
 	struct scsi_cmnd *c;
 	unsigned long flags;
 	int tag, failed = 0;
+	s64 v;
 	bool more;
 
 	spin_lock_irqsave(&q->cmp_lock, flags);
@@ -1410,8 +1415,10 @@ static int pvscsi_fail_back(struct pvscsi_queue *q)
 		if (!c)
 			continue;
 		p = scsi_cmd_priv(c);
-		if (READ_ONCE(p->queue) != q->index ||
-		    !test_and_clear_bit(PVSCSI_CMD_INFLIGHT, &p->flags))
+		v = atomic64_read(&p->inflight);
+		/* another queue's, or taken meanwhile (only under its lock) */
+		if (!v || pvscsi_context_queue(v) != q->index ||
+		    atomic64_cmpxchg(&p->inflight, v, 0) != v)
 			continue;
 		c->result = DID_RESET << 16;
 		pvscsi_finish(a, c);

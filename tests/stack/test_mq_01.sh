@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 51
+# checks: 55
 #
 # The multi-queue extension end to end: a KVM guest with two vCPUs runs
 # pvscsi_mq on -device vhost-pvscsi,num-queues=3 (our QEMU), nested in a
@@ -17,7 +17,16 @@
 # first; the one left is polled): no vector, HCTX_TYPE_POLL; fio's
 # io_uring with hipri (IOPOLL) writes and verifies through it, the
 # guest's mq_poll reaps it, and the module raised no interrupt on it
-# while it carried requests.  QEMU refuses num-queues out of 1..16.
+# while it carried requests.  Then the module's stale_completions hook
+# posts 10 completions a second time, each once its tag is in use again
+# on its queue, while fio writes and verifies from both vCPUs: pvscsi_mq
+# refuses all 10 (it matches and claims a completion by one
+# compare-and-exchange of the command's in-flight context; a match then a
+# separate claim could take a stale one for the tag's next command
+# submitted on the other vCPU in between) and no command fails.  The
+# race itself is too narrow to provoke on purpose: this checks that the
+# refusal holds with two queues and two vCPUs.  QEMU refuses num-queues
+# out of 1..16.
 #
 # Then PVSCSI_CMD_EXT_SETUP_QUEUES from a hostile guest, through our QEMU
 # device to the module: a second guest, one vCPU, pvscsi_mq on
@@ -83,6 +92,22 @@ echo "# polled completions before: $p0 after: $p1"
 t_check polled-reaped test "$p1" -ge $((p0 + 2048))
 t_equal aborts-after-polled "$(cat "$h/aborts")" 0
 echo "VPS-MARK polled-done"
+sleep 5
+# stale completions on two queues from two vCPUs (the host VM arms the
+# module's hook; a wrongly claimed one fails its command, and fio)
+b0=$(cat "$h/bogus_completions")
+echo "VPS-MARK stale"
+sleep 6
+stale_verify() {
+	for _i in 1 2 3; do
+		fio --name=s --filename=/dev/sda --rw=randwrite --do_verify=1 $v || return 1
+		[ $(( $(cat "$h/bogus_completions") - b0 )) -ge 10 ] && return 0
+	done
+}
+t_check stale-fio-verify stale_verify
+t_equal stale-refused "$(( $(cat "$h/bogus_completions") - b0 ))" 10
+t_equal aborts-after-stale "$(cat "$h/aborts")" 0
+echo "VPS-MARK stale-done"
 sleep 5
 INNER
 vm_initramfs "$work/inner.cpio" "$work/inner.sh"
@@ -173,6 +198,12 @@ if vps_inner_wait_console mq 'VPS-MARK polled-done' 300; then
 	t_check poll-queue-requests test "$(q reqs 2)" -ge 4096
 	t_check poll-queue-doorbells test "$(q doorbells 2)" -gt 0
 	t_equal poll-queue-no-interrupt "$(q irqs 2)" 0
+fi
+if vps_inner_wait_console mq 'VPS-MARK stale' 300; then
+	echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
+	vps_inner_wait_console mq 'VPS-MARK stale-done' 300 &&
+		t_equal stale-posted "$(awk '/stale_posted/ {print $4}' "$a")" 10
+	echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 fi
 vps_inner_wait mq
 VPS_INNER_APPEND=iomem=relaxed VPS_INNER_MEM=512 vps_inner_start mq2 /inner/vmlinuz /inner/mq2.cpio 600 \
