@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernels: 612
+# gate: 612
+# checks: 22
+#
+# The user-facing scripts (benchmarks, soak, stress, image builder) answer
+# --help with their usage on stdout and exit 0, and refuse a bad argument
+# with a message naming it, exit 2, before they set anything up, build or
+# boot: the refusal comes within seconds and says nothing of set-up.
+# scripts/bench-host took its arguments unchecked and ran the set-up
+# first: `--help` ran scripts/setup and then died on "help: unbound
+# variable".
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+w=$(mktemp -d /tmp/vps-scripts-XXXXXX)
+trap 'rm -rf "$w"' EXIT
+
+res() { # name, status (0 ok), detail
+	if [ "$2" = 0 ]; then echo "VPS-RESULT ok scripts/$1"; else
+		echo "VPS-RESULT not ok scripts/$1: $3"; fi
+}
+
+# help NAME: --help prints something, exits 0, sets nothing up
+help() {
+	local rc=0
+	timeout 20 "$TOP/scripts/$1" --help > "$w/out" 2> "$w/err" || rc=$?
+	res "$1-help" "$([ "$rc" = 0 ] && [ -s "$w/out" ] && ! grep -q '^\[setup\]' "$w/out" "$w/err"; echo $?)" \
+		"exit $rc, $(wc -c < "$w/out") bytes of help: $(head -c 300 "$w/err")"
+}
+
+# bad NAME PATTERN ARGS...: refused with exit 2 and a message matching
+# PATTERN, before any set-up
+bad() {
+	local n=$1 pat=$2 rc=0
+	shift 2
+	timeout 20 "$TOP/scripts/$n" "$@" > "$w/out" 2> "$w/err" || rc=$?
+	res "$n-refuses-${BAD_NAME:-$(echo "$*" | tr -c 'a-zA-Z0-9\n' - | tr -s - | sed 's/^-//; s/-$//')}" \
+		"$([ "$rc" = 2 ] && grep -q -- "$pat" "$w/err" && ! grep -q '^\[setup\]' "$w/out" "$w/err"; echo $?)" \
+		"exit $rc: $(head -c 300 "$w/err") $(head -c 300 "$w/out")"
+}
+
+help bench
+bad bench "unknown argument --bogus" --bogus
+bad bench "no job 'rr64'" --jobs rr64
+help bench-host
+help bench-guest
+bad bench-guest "unknown argument --bogus" --bogus
+help soak
+bad soak "unknown option --bogus" --bogus
+help stress-nested
+bad stress-nested "unknown option --bogus" --bogus
+help mkimage
+bad mkimage "unknown argument '--bogus'" --bogus
+bad bench-provision "unknown argument --bogus" --bogus
+bad bench-migrate "usage: scripts/bench-migrate" x
+
+# scripts/bench-host: its three numbers, each checked
+bad bench-host "SECONDS must be a positive number, not 'x'" x
+bad bench-host "SECONDS must be a positive number, not '0'" 0
+bad bench-host "REPEATS must be a positive number, not '-1'" 5 -1
+bad bench-host "KERNEL must be 612 or 61, not '99'" 5 3 99
+bad bench-host "usage: scripts/bench-host" 1 2 61 4
+POLL_US=fast BAD_NAME=poll-us bad bench-host "POLL_US is a number of microseconds"
+
+# the help texts say what the scripts are for
+res bench-host-help-text "$(timeout 20 "$TOP/scripts/bench-host" --help | grep -q '^Benchmark (not a test)'; echo $?)" \
+	"its help does not start with its header"
+res bench-help-text "$(timeout 20 "$TOP/scripts/bench" --help | grep -q -- '--quick'; echo $?)" \
+	"its help does not name --quick"
