@@ -183,6 +183,12 @@ vps_inner_start() {
 	_n=$1 _k=$2 _i=$3 _to=$4
 	shift 4
 	_mem=${VPS_INNER_MEM:-512}
+	# A VMRUN of this guest that the emulated SVM refuses (SVM_EXIT_ERR;
+	# CI saw one in stack/test_migrate_02): KVM dumps the VMCB it gave,
+	# the evidence of which check failed (Documentation/testing.md)
+	if [ -w /sys/module/kvm_amd/parameters/dump_invalid_vmcb ]; then
+		echo Y > /sys/module/kvm_amd/parameters/dump_invalid_vmcb
+	fi
 	# The inner guest's RAM in 2 MiB pages.  Each page of it touched first
 	# costs a nested page fault, emulated by TCG; the debug kernel has no
 	# THP, so there every 4 KiB took one: an inner guest unpacking its
