@@ -163,16 +163,31 @@ struct pvscsi_cmd_priv {
 	 * The descriptor's context: tag + 1 in the low half, the queue's
 	 * submission number and the queue (4 bits) in the high half, so a
 	 * late completion of an earlier use of the tag is told apart from the
-	 * current one.  Written before inflight, with the queue it went on.
+	 * current one.  Written before inflight; the error handler reads the
+	 * queue in it without a lock (pvscsi_pending_on() looks again under
+	 * that queue's lock).
 	 */
 	u64 context;
-	u32 queue;
 };
 
-/* the queue a context names (pvscsi_queuecommand() puts it there) */
+/* a descriptor's context: see pvscsi_cmd_priv.context */
+static u64 pvscsi_make_context(u32 seq, u32 queue, u32 tag)
+{
+	return ((u64)((seq << 4) | queue) << 32) | (tag + 1);
+}
+
+/* the queue a context names (pvscsi_make_context() puts it there) */
 static u32 pvscsi_context_queue(u64 context)
 {
 	return (context >> 32) & (PVSCSI_EXT_MAX_QUEUES - 1);
+}
+
+/* the queue a command last went on; without a lock, so look again under it */
+static u32 pvscsi_cmd_queue(struct scsi_cmnd *cmd)
+{
+	struct pvscsi_cmd_priv *p = scsi_cmd_priv(cmd);
+
+	return pvscsi_context_queue(READ_ONCE(p->context));
 }
 
 struct pvscsi_sg_chunk {
@@ -582,8 +597,7 @@ static int pvscsi_queuecommand(struct Scsi_Host *shost, struct scsi_cmnd *cmd)
 	 * the high half: this queue's submission number and the queue, so
 	 * that the same tag's earlier use on another queue never matches
 	 */
-	p->context = ((u64)((q->submit_seq++ << 4) | q->index) << 32) | (tag + 1);
-	p->queue = q->index;
+	WRITE_ONCE(p->context, pvscsi_make_context(q->submit_seq++, q->index, tag));
 	d->context = cpu_to_le64(p->context);
 	d->flags = cpu_to_le32(dir);
 	d->sense_addr = cpu_to_le64(a->sense_dma + (u64)tag * SCSI_SENSE_BUFFERSIZE);
@@ -1263,8 +1277,7 @@ static bool pvscsi_pending_on(struct pvscsi_queue *q, const struct pvscsi_match 
 	/* EH only: a walk over the tags is fine here, never in the I/O path */
 	for (tag = 0; tag < a->req_entries; tag++) {
 		cmd = m->cmd ?: scsi_host_find_tag(a->shost, tag);
-		if (cmd && READ_ONCE(((struct pvscsi_cmd_priv *)scsi_cmd_priv(cmd))->queue) ==
-		    q->index && pvscsi_inflight(cmd) &&
+		if (cmd && pvscsi_cmd_queue(cmd) == q->index && pvscsi_inflight(cmd) &&
 		    (m->cmd || m->any || cmd->device == m->sdev)) {
 			found = true;
 			break;
