@@ -54,6 +54,20 @@ t_match() {
 	fi
 }
 
+# vps_run_until_grown FILE BASE N CMD...: run CMD (a fio pass, say) up to
+# three times, until the counter in FILE is at least BASE + N (a host hook
+# that fires while I/O runs has done its N); fails only when a run fails:
+# whether the counter got there is the caller's check
+vps_run_until_grown() {
+	_f=$1 _b=$2 _g=$3
+	shift 3
+	for _i in 1 2 3; do
+		"$@" || return 1
+		[ $(( $(cat "$_f") - _b )) -ge "$_g" ] && return 0
+	done
+	return 0
+}
+
 # vps_load NAME [PARAM=VALUE...]: insmod one of our modules after
 # modprobing the in-tree modules it depends on
 vps_load() {

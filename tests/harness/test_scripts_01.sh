@@ -20,17 +20,17 @@ res() { # name, status (0 ok), detail
 		echo "VPS-RESULT not ok scripts/$1: $3"; fi
 }
 
-# help NAME: --help prints something, exits 0, sets nothing up
-help() {
+# check_help NAME: --help prints something, exits 0, sets nothing up
+check_help() {
 	local rc=0
 	timeout 20 "$TOP/scripts/$1" --help > "$w/out" 2> "$w/err" || rc=$?
 	res "$1-help" "$([ "$rc" = 0 ] && [ -s "$w/out" ] && ! grep -q '^\[setup\]' "$w/out" "$w/err"; echo $?)" \
 		"exit $rc, $(wc -c < "$w/out") bytes of help: $(head -c 300 "$w/err")"
 }
 
-# bad NAME PATTERN ARGS...: refused with exit 2 and a message matching
+# check_bad NAME PATTERN ARGS...: refused with exit 2 and a message matching
 # PATTERN, before any set-up
-bad() {
+check_bad() {
 	local n=$1 pat=$2 rc=0
 	shift 2
 	timeout 20 "$TOP/scripts/$n" "$@" > "$w/out" 2> "$w/err" || rc=$?
@@ -39,28 +39,28 @@ bad() {
 		"exit $rc: $(head -c 300 "$w/err") $(head -c 300 "$w/out")"
 }
 
-help bench
-bad bench "unknown argument --bogus" --bogus
-bad bench "no job 'rr64'" --jobs rr64
-help bench-host
-help bench-guest
-bad bench-guest "unknown argument --bogus" --bogus
-help soak
-bad soak "unknown option --bogus" --bogus
-help stress-nested
-bad stress-nested "unknown option --bogus" --bogus
-help mkimage
-bad mkimage "unknown argument '--bogus'" --bogus
-bad bench-provision "unknown argument --bogus" --bogus
-bad bench-migrate "usage: scripts/bench-migrate" x
+check_help bench
+check_bad bench "unknown argument --bogus" --bogus
+check_bad bench "no job 'rr64'" --jobs rr64
+check_help bench-host
+check_help bench-guest
+check_bad bench-guest "unknown argument --bogus" --bogus
+check_help soak
+check_bad soak "unknown option --bogus" --bogus
+check_help stress-nested
+check_bad stress-nested "unknown option --bogus" --bogus
+check_help mkimage
+check_bad mkimage "unknown argument '--bogus'" --bogus
+check_bad bench-provision "unknown argument --bogus" --bogus
+check_bad bench-migrate "usage: scripts/bench-migrate" x
 
 # scripts/bench-host: its three numbers, each checked
-bad bench-host "SECONDS must be a positive number, not 'x'" x
-bad bench-host "SECONDS must be a positive number, not '0'" 0
-bad bench-host "REPEATS must be a positive number, not '-1'" 5 -1
-bad bench-host "KERNEL must be 612 or 61, not '99'" 5 3 99
-bad bench-host "usage: scripts/bench-host" 1 2 61 4
-POLL_US=fast BAD_NAME=poll-us bad bench-host "POLL_US is a number of microseconds"
+check_bad bench-host "SECONDS must be a positive number, not 'x'" x
+check_bad bench-host "SECONDS must be a positive number, not '0'" 0
+check_bad bench-host "REPEATS must be a positive number, not '-1'" 5 -1
+check_bad bench-host "KERNEL must be 612 or 61, not '99'" 5 3 99
+check_bad bench-host "usage: scripts/bench-host" 1 2 61 4
+POLL_US=fast BAD_NAME=poll-us check_bad bench-host "POLL_US is a number of microseconds"
 
 # the help texts say what the scripts are for
 res bench-host-help-text "$(timeout 20 "$TOP/scripts/bench-host" --help | grep -q '^Benchmark (not a test)'; echo $?)" \

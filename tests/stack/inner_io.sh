@@ -112,13 +112,8 @@ if [ "$DRV" = pvscsi_mq ]; then
 	b0=$(cat "$st/bogus_completions")
 	echo "VPS-MARK stale-completions"
 	sleep 8
-	stale_verify() {
-		for _i in 1 2 3; do
-			fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --verify_only=1 $v || return 1
-			[ $(( $(cat "$st/bogus_completions") - b0 )) -ge 10 ] && return 0
-		done
-	}
-	t_check stale-fio-verify stale_verify
+	t_check stale-fio-verify vps_run_until_grown "$st/bogus_completions" "$b0" 10 \
+		fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --verify_only=1 $v
 	t_equal stale-completions-refused "$(( $(cat "$st/bogus_completions") - b0 ))" 10
 	echo "VPS-MARK stale-completions-done"
 

@@ -98,13 +98,8 @@ sleep 5
 b0=$(cat "$h/bogus_completions")
 echo "VPS-MARK stale"
 sleep 6
-stale_verify() {
-	for _i in 1 2 3; do
-		fio --name=s --filename=/dev/sda --rw=randwrite --do_verify=1 $v || return 1
-		[ $(( $(cat "$h/bogus_completions") - b0 )) -ge 10 ] && return 0
-	done
-}
-t_check stale-fio-verify stale_verify
+t_check stale-fio-verify vps_run_until_grown "$h/bogus_completions" "$b0" 10 \
+	fio --name=s --filename=/dev/sda --rw=randwrite --do_verify=1 $v
 t_equal stale-refused "$(( $(cat "$h/bogus_completions") - b0 ))" 10
 t_equal aborts-after-stale "$(cat "$h/aborts")" 0
 echo "VPS-MARK stale-done"
