@@ -637,13 +637,12 @@ _vm_nested_tcg_fault() {
 # Make the VM a KVM host for a nested guest: our QEMU with its firmware,
 # kvm_amd (TCG's -cpu max emulates SVM with nested paging), room for the
 # inner guest.  The guest script then calls vps_inner_run (guest.sh).
-# One vCPU (VPS_NESTED_SMP overrides): with two, the host VM's vCPUs can
-# run nested guests at the same moment on two TCG threads, and that is
-# what breaks the emulated SVM: inner guests that reset with nothing said
-# or panic on a bad %gs, host VMs with a corrupted stack end, with or
-# without our module (scripts/stress-nested --concurrent; the numbers are
-# in Documentation/testing.md, "The nested ground").  A 1-vCPU host VM
-# runs one TCG thread, uses one core, and runs beside other tests.
+# One vCPU (VPS_NESTED_SMP overrides): a 1-vCPU host VM runs one TCG
+# thread, uses one core, and runs beside other tests.  Two vCPUs running
+# nested guests at once used to break the emulated SVM (host VMs reset or
+# with a corrupted stack end, inner guests triple-faulting): QEMU patch
+# 0006 mended that, stack/test_smp_01 keeps it mended (Documentation/
+# testing.md, "The first CPU's hflags2").
 vm_nested_host() {
 	local f
 	vm_modules kvm_amd

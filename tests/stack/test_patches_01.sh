@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 5
+# checks: 6
 #
 # The QEMU series, without a VM: its copy of the uAPI header
 # (qemu-patches/0001-*) is what scripts/sync-qemu-header makes from
@@ -18,7 +18,12 @@
 # at the vector, the cpu loop delivered it a second time into the inner
 # guest at an exit request, IF or not (entry_SYSCALL_64 panics, entry
 # stack overflows, a migrated vector 0xec exception; Documentation/
-# testing.md, "the stale injected interrupt").
+# testing.md, "the stale injected interrupt").  And patch 0006: an FPU
+# state load (XRSTOR...) on any vCPU cleared IGNNE# in the first CPU's
+# hflags2 with a plain read-modify-write from its own thread, racing that
+# CPU's VMRUN/#VMEXIT updates of its nested-paging bit: 2-vCPU host VMs
+# reset, and nested guests triple-faulted, on CPU 0 (Documentation/
+# testing.md, "the first CPU's hflags2").
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 res() { if [ "$2" = 0 ]; then echo "VPS-RESULT ok patches/$1"; else echo "VPS-RESULT not ok patches/$1: $3"; fi; }
 
@@ -68,3 +73,17 @@ echo "$intr" | grep -q 'do_interrupt_x86_hardirq' || why="$why; the INTR case do
 echo "$intr" | awk '/do_interrupt_x86_hardirq/ {d = 1} d && /cs->exception_index = -1;/ {ok = 1} END {exit !ok}' ||
 	why="$why; exception_index is not cleared after the INTR case's delivery (patch 0005 missing)"
 res vmrun-intr-clears-exception "$([ -z "$why" ]; echo $?)" "$why"
+
+# cpu_clear_ignne() clears the caller's own flag; nothing outside the first
+# CPU's thread read-modify-writes its hflags2
+fpu=$(cat "$src/target/i386/tcg/system/fpu_helper.c" 2>/dev/null)
+clear=$(echo "$fpu" | awk '/^void cpu_clear_ignne\(/ {f = 1} f {print} f && /^}/ {exit}')
+setf=$(echo "$fpu" | awk '/^void cpu_set_ignne\(/ {f = 1} f {print} f && /^}/ {exit}')
+why=""
+[ -n "$clear" ] || why="no cpu_clear_ignne in $src (QEMU not built?)"
+echo "$clear" | grep -q 'first_cpu' && why="$why; cpu_clear_ignne writes the first CPU's hflags2 (patch 0006 missing)"
+echo "$clear" | grep -q '^void cpu_clear_ignne(CPUX86State \*env)' || why="$why; cpu_clear_ignne does not take the caller's env"
+grep -q 'cpu_clear_ignne(env);' "$src/target/i386/tcg/fpu_helper.c" 2>/dev/null ||
+	why="$why; cpu_set_fpus does not pass its own env"
+echo "$setf" | grep -q 'async_run_on_cpu(first_cpu' || why="$why; cpu_set_ignne writes the first CPU's flags from another vCPU's thread"
+res first-cpu-hflags2-own-thread "$([ -z "$why" ]; echo $?)" "$why"
