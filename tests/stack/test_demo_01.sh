@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # checks: 5
-# serial: the demo's host VM has two vCPUs (two TCG threads)
+# serial: it times fio jobs (the demo's table): another test beside it would skew them
 #
 # make demo as a user runs it (scripts/demo, 4 s per fio job): it exits 0,
 # says PASSED, prints the table with both devices at both queue depths,
