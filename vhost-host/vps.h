@@ -203,6 +203,12 @@ struct vps_queue {
 	 * release; read by vps_queue_wake() from any context
 	 */
 	struct vps_worker worker;
+	/*
+	 * the worker's thread id, for whoever pins it (debugfs shows it: its
+	 * comm is cut short of the queue's number); written by the worker
+	 * when it starts, read unlocked
+	 */
+	pid_t worker_tid;
 	void *scratch;				/* [M] emulation buffer */
 	/*
 	 * its worker's own (vps_worker_policy(), between rounds): SCHED_BATCH

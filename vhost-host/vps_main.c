@@ -129,10 +129,11 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		const struct vps_queue *q = &dev->q[i];
 
 		/* keys of their own: scripts look keys up across the file */
-		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu\n",
+		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d\n",
 			   i, READ_ONCE(q->req_cons), READ_ONCE(q->cmp_prod),
 			   READ_ONCE(q->nr_inflight), READ_ONCE(q->kicks),
-			   READ_ONCE(q->requests), READ_ONCE(q->calls));
+			   READ_ONCE(q->requests), READ_ONCE(q->calls),
+			   READ_ONCE(q->worker_tid));
 	}
 	return 0;
 }

@@ -1023,6 +1023,8 @@ static bool vps_worker_step(void *data)
 {
 	struct vps_queue *q = data;
 
+	if (unlikely(READ_ONCE(q->worker_tid) != current->pid))
+		WRITE_ONCE(q->worker_tid, current->pid);
 	if (!vps_worker_has_work(q)) {
 		long t = vps_worker_timeout(q);
 
@@ -1099,6 +1101,7 @@ static int vps_worker_fn(void *data)
 {
 	struct vps_queue *q = data;
 
+	WRITE_ONCE(q->worker_tid, current->pid);
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop())
@@ -1168,6 +1171,7 @@ int vps_worker_start(struct vps_queue *q)
 
 	if (vps_worker_exists(q))
 		return 0;
+	WRITE_ONCE(q->worker_tid, 0);
 	if (!q->scratch) {
 		q->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 		if (!q->scratch)

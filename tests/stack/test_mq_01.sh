@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 55
+# checks: 56
 #
 # The multi-queue extension end to end: a KVM guest with two vCPUs runs
 # pvscsi_mq on -device vhost-pvscsi,num-queues=3 (our QEMU), nested in a
@@ -11,8 +11,9 @@
 # vector each); fio writes and verifies with a job pinned to each vCPU,
 # so each vCPU's requests go down its own queue: both vectors take
 # interrupts and the host module's debugfs shows both queues with
-# requests and interrupts of their own.  A host reset sets both queues up
-# again and both carry I/O after it.  A third queue is a poll queue
+# requests and interrupts of their own, and each queue's worker by its
+# thread id (three distinct threads of QEMU's).  A host reset sets both
+# queues up again and both carry I/O after it.  A third queue is a poll queue
 # (pvscsi_mq poll_queues=4: the queues with a vector, one per vCPU, come
 # first; the one left is polled): no vector, HCTX_TYPE_POLL; fio's
 # io_uring with hipri (IOPOLL) writes and verifies through it, the
@@ -186,6 +187,14 @@ if vps_inner_wait_console mq 'VPS-MARK queues-used' 300; then
 	t_check queue1-requests test "$(q reqs 1)" -gt 100
 	t_check queue1-interrupts test "$(q irqs 1)" -gt 0
 	t_check queue1-doorbells test "$(q doorbells 1)" -gt 0
+	# each queue's worker by its thread id (for pinning: its comm is
+	# cut short of the queue's number): three threads of QEMU's, apart
+	w=" $(q worker 0) $(q worker 1) $(q worker 2) "
+	n=0
+	for t in $w; do
+		case "$(cat "/proc/$pid/task/$t/comm" 2>/dev/null)" in vhost-pvscsi-*) n=$((n + 1)) ;; esac
+	done
+	t_equal queue-worker-tids "$n $(echo $w | tr ' ' '\n' | sort -u | wc -l)" "3 3"
 fi
 if vps_inner_wait_console mq 'VPS-MARK polled-done' 300; then
 	cat "$a"
