@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 22
+# checks: 23
 #
 # The user-facing scripts (benchmarks, soak, stress, image builder) answer
 # --help with their usage on stdout and exit 0, and refuse a bad argument
@@ -42,6 +42,7 @@ check_bad() {
 check_help bench
 check_bad bench "unknown argument --bogus" --bogus
 check_bad bench "no job 'rr64'" --jobs rr64
+check_bad bench "--pin is none, cross or co, not 'x'" --pin x
 check_help bench-host
 check_help bench-guest
 check_bad bench-guest "unknown argument --bogus" --bogus
