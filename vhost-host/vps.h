@@ -205,8 +205,9 @@ struct vps_queue {
 	struct vps_worker worker;
 	/*
 	 * the worker's thread id, for whoever pins it (debugfs shows it: its
-	 * comm is cut short of the queue's number); written by the worker
-	 * when it starts, read unlocked
+	 * comm is cut short of the queue's number); 0 while it has none.
+	 * Written by vps_worker_create() (kthread) or by the worker's first
+	 * step (vhost_task), cleared by vps_worker_destroy(); read unlocked
 	 */
 	pid_t worker_tid;
 	void *scratch;				/* [M] emulation buffer */

@@ -1023,7 +1023,8 @@ static bool vps_worker_step(void *data)
 {
 	struct vps_queue *q = data;
 
-	if (unlikely(READ_ONCE(q->worker_tid) != current->pid))
+	/* a vhost_task is opaque to its creator: it names itself, once */
+	if (unlikely(!READ_ONCE(q->worker_tid)))
 		WRITE_ONCE(q->worker_tid, current->pid);
 	if (!vps_worker_has_work(q)) {
 		long t = vps_worker_timeout(q);
@@ -1101,7 +1102,6 @@ static int vps_worker_fn(void *data)
 {
 	struct vps_queue *q = data;
 
-	WRITE_ONCE(q->worker_tid, current->pid);
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop())
@@ -1141,22 +1141,20 @@ static int vps_worker_create(struct vps_queue *q, const char *name)
 		return ret;
 	}
 	WRITE_ONCE(q->worker.t, task);
+	WRITE_ONCE(q->worker_tid, task_pid_nr(task));
 	wake_up_process(task);
 	return 0;
 }
 
 #endif
 
-/*
- * @q's worker, and its emulation buffer, unless it has them: queue 0's
- * with the owner, the others' when the VMM first sets them up or gives
- * them a doorbell.  Caller: the owner, under vps_dev_lock().
- */
 static void vps_worker_destroy(struct vps_queue *q)
 {
 	if (q->worker.t)
 		vps_worker_t_stop(q->worker.t);
 	WRITE_ONCE(q->worker.t, NULL);
+	/* stopped: no step of it runs any more to write it again */
+	WRITE_ONCE(q->worker_tid, 0);
 }
 
 static bool vps_worker_exists(struct vps_queue *q)
@@ -1164,6 +1162,11 @@ static bool vps_worker_exists(struct vps_queue *q)
 	return q->worker.t;
 }
 
+/*
+ * @q's worker, and its emulation buffer, unless it has them: queue 0's
+ * with the owner, the others' when the VMM first sets them up or gives
+ * them a doorbell.  Caller: the owner, under vps_dev_lock().
+ */
 int vps_worker_start(struct vps_queue *q)
 {
 	/* longer than a comm: the kernel cuts it, as it did before queues */
@@ -1171,7 +1174,6 @@ int vps_worker_start(struct vps_queue *q)
 
 	if (vps_worker_exists(q))
 		return 0;
-	WRITE_ONCE(q->worker_tid, 0);
 	if (!q->scratch) {
 		q->scratch = kmalloc(VPS_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 		if (!q->scratch)
