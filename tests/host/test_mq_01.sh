@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 37
+# checks: 38
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
@@ -18,7 +18,8 @@
 # queues (a doorbell on one is not served, the next setup must start at
 # 1 again); VPS_RESUME_QUEUE takes a queue back at the indices its state
 # holds; an adapter reset drops them and no queue is taken without rings.
-# Then vps_test mq-freeze: each queue has a worker of its own, and the
+# Then vps_test mq-freeze: each queue has a worker of its own (its
+# thread id in the adapter's debugfs file, for pinning), and the
 # queues share no lock on the data path: while queue 1's worker waits in
 # a WRITE to a file LUN on a frozen ext4 (fsfreeze), queue 2 serves a
 # READ and a TEST UNIT READY and the stats are read; after the thaw the

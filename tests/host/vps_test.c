@@ -1608,19 +1608,28 @@ static int set_param(const char *name, const char *value)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/* KEY's value in this process's (last) adapter's debugfs file; 0: none */
-static unsigned long long adapter_field(const char *key)
+/* this process's (last) adapter's debugfs file, open for reading */
+static FILE *adapter_file(void)
 {
-	char pat[96], word[64];
-	unsigned long long v = 0, x;
+	char pat[96];
 	glob_t g;
 	FILE *f;
 
 	snprintf(pat, sizeof(pat), "/sys/kernel/debug/vhost_pvscsi/adapter-%d-*", getpid());
 	if (glob(pat, 0, NULL, &g) || !g.gl_pathc)
-		return 0;
+		return NULL;
 	f = fopen(g.gl_pathv[g.gl_pathc - 1], "r");
 	globfree(&g);
+	return f;
+}
+
+/* KEY's value in this process's (last) adapter's debugfs file; 0: none */
+static unsigned long long adapter_field(const char *key)
+{
+	unsigned long long v = 0, x;
+	char word[64];
+	FILE *f = adapter_file();
+
 	if (!f)
 		return 0;
 	while (fscanf(f, "%63s", word) == 1)
@@ -3459,6 +3468,58 @@ static int count_workers(void)
 }
 
 /*
+ * Of this process's adapter's first @nq queues, how many show in debugfs
+ * ("queue N ... worker TID") a thread id of their own that is one of the
+ * module's workers: what scripts/bench --pin and taskset go by, since a
+ * worker's comm is cut short of its queue's number.  A vhost_task writes
+ * its id on its first round, so a zero is waited out for up to a second.
+ */
+static uint32_t worker_tids_ok(uint32_t nq)
+{
+	int tid[VPS_MAX_QUEUES] = { 0 };
+	uint32_t i, j, ok = 0;
+
+	if (nq > VPS_MAX_QUEUES)
+		return 0;
+	for (int tries = 0; tries < 100; tries++) {
+		uint32_t zero = 0;
+		char line[256];
+		FILE *f = adapter_file();
+
+		if (!f)
+			return 0;
+		while (fgets(line, sizeof(line), f)) {
+			const char *w = strstr(line, " worker ");
+
+			if (sscanf(line, "queue %u", &i) == 1 && i < nq && w)
+				tid[i] = atoi(w + 8);
+		}
+		fclose(f);
+		for (i = 0; i < nq; i++)
+			zero += !tid[i];
+		if (!zero)
+			break;
+		usleep(10000);
+	}
+	for (i = 0; i < nq; i++) {
+		char path[64], comm[32] = "";
+		bool twice = false;
+		FILE *f;
+
+		for (j = 0; j < i; j++)
+			twice |= tid[j] == tid[i];
+		snprintf(path, sizeof(path), "/proc/%d/comm", tid[i]);
+		f = tid[i] > 0 ? fopen(path, "r") : NULL;
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vhost-pvscsi", 12) && !twice)
+			ok++;
+		fclose(f);
+	}
+	return ok;
+}
+
+/*
  * A worker per queue, and no lock shared by the queues on the data path:
  * queue 1's worker is held in a WRITE to a file LUN on a frozen
  * filesystem (kiocb_start_write() waits for the thaw, in the worker),
@@ -3494,6 +3555,8 @@ static int do_mq_freeze(const char *disk, const char *file, const char *mnt)
 	tap(!bad, "mq-freeze-setup", "%u queues refused", bad);
 	n = count_workers();
 	tap(n == 3, "mq-worker-per-queue", "%d workers for 3 queues", n);
+	got = worker_tids_ok(3);
+	tap(got == 3, "mq-worker-tids", "%u of 3 queues show their own worker's thread id", got);
 	/*
 	 * A process sharing the owner's mm that is not one of its threads (a
 	 * vfork child) is no owner: a queue's worker would start in it and
