@@ -417,6 +417,14 @@ static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n)
 
 void vps_kick_thr_off(struct vps_dev *dev);
 
+/* the fail_once test hook (vps_main.c): true once after "what" was written */
+#define VPS_FAIL_DETACH		0
+#define VPS_FAIL_RESET_DEVICE	1
+#define VPS_FAIL_SETUP_RINGS	2
+#define VPS_FAIL_SET_OWNER	3
+#define VPS_FAIL_WORKER		4
+bool vps_fail_now(int what);
+
 /*
  * the control path's lock: dev->mutex, then every queue's; and the
  * doorbells stop writing to the rings state page until a worker's next

@@ -261,18 +261,16 @@ err:
 /*
  * A test hook (debugfs, root only): "detach", "reset_device",
  * "setup_rings" or "set_owner" written to fail_once makes the next such
- * ioctl of any adapter fail with -EIO, once.  Nothing else makes them fail
- * from outside, and the VMM's and the guest's answers to a failure (the
- * device stays; the guest is told; a host reset fails; a realize that
- * fails after opening us closes what it opened) need a test.
+ * ioctl of any adapter fail with -EIO, once; "worker" makes the next
+ * worker an adapter would create fail as a failed task creation does
+ * (-ENOMEM).  Nothing else makes them fail from outside, and the VMM's
+ * and the guest's answers to a failure (the device stays; the guest is
+ * told; a host reset fails; a realize that fails after opening us closes
+ * what it opened), and the module's own unwinding, need a test.
  */
-#define VPS_FAIL_DETACH		0
-#define VPS_FAIL_RESET_DEVICE	1
-#define VPS_FAIL_SETUP_RINGS	2
-#define VPS_FAIL_SET_OWNER	3
 static unsigned long vps_fail_once;
 
-static bool vps_fail_now(int what)
+bool vps_fail_now(int what)
 {
 	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
 }
@@ -292,6 +290,8 @@ static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 		set_bit(VPS_FAIL_SETUP_RINGS, &vps_fail_once);
 	else if (sysfs_streq(k, "set_owner"))
 		set_bit(VPS_FAIL_SET_OWNER, &vps_fail_once);
+	else if (sysfs_streq(k, "worker"))
+		set_bit(VPS_FAIL_WORKER, &vps_fail_once);
 	else
 		return -EINVAL;
 	return len;

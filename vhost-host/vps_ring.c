@@ -1184,6 +1184,9 @@ int vps_worker_start(struct vps_queue *q)
 	q->batch_try = false;
 	q->singles = 0;
 	q->took = 0;
+	/* a creation that fails, for the callers' unwinding (tests) */
+	if (vps_fail_now(VPS_FAIL_WORKER))
+		return -ENOMEM;
 	/* queue 0's keeps the name it had before there were queues */
 	if (q->index)
 		snprintf(name, sizeof(name), "vhost-pvscsi-%d.%u",

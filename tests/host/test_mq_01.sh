@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 38
+# checks: 48
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
@@ -23,7 +23,12 @@
 # queues share no lock on the data path: while queue 1's worker waits in
 # a WRITE to a file LUN on a frozen ext4 (fsfreeze), queue 2 serves a
 # READ and a TEST UNIT READY and the stats are read; after the thaw the
-# WRITE completes and reads back.
+# WRITE completes and reads back.  Last, vps_test worker-fail: a worker
+# whose creation fails (the module's fail_once hook "worker") at
+# VHOST_SET_OWNER, at a queue's VPS_SET_KICK_FD and at its
+# VPS_SETUP_QUEUE fails that ioctl with ENOMEM and leaves nothing half
+# done: no owner, no thread, no doorbell connected, no queue taken; each
+# retry works and every queue serves I/O.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk ext4
@@ -40,6 +45,7 @@ t_check mkfs sh -c "mkfs.ext4 -q -E nodiscard /dev/nullb1 && mount /dev/nullb1 /
 	dd if=/dev/zero of=/mnt/z/lun.img bs=1M count=8 conv=fsync 2>/dev/null"
 t_tap mq-freeze vps_test mq-freeze /dev/nullb0 /mnt/z/lun.img /mnt/z
 t_check umount umount /mnt/z
+t_tap worker-fail vps_test worker-fail /dev/nullb0
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean dmesg
 GUEST

@@ -3467,6 +3467,161 @@ static int count_workers(void)
 	return n;
 }
 
+/* write the module's debugfs knob @name, returning what it held */
+static uint32_t debugfs_u32(const char *name, uint32_t val)
+{
+	char path[96], buf[32] = "";
+	uint32_t old = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/vhost_pvscsi/%s", name);
+	f = fopen(path, "r+");
+	if (!f)
+		die(path);
+	if (fgets(buf, sizeof(buf), f))
+		old = strtoul(buf, NULL, 0);
+	rewind(f);
+	if (fprintf(f, "%u\n", val) < 0 || fclose(f))
+		die(path);
+	return old;
+}
+
+/* arm the module's fail_once hook: the next worker created fails */
+static void fail_next_worker(void)
+{
+	int fd = open("/sys/kernel/debug/vhost_pvscsi/fail_once", O_WRONLY);
+
+	if (fd < 0 || write(fd, "worker", 6) != 6)
+		die("fail_once worker");
+	close(fd);
+}
+
+/* queue q's TEST UNIT READY, kicked on its doorbell: 1 when it completed GOOD */
+static int mq_tur(uint32_t q, int ms)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	struct result r;
+	uint64_t ctx = next_ctx++;
+
+	mq_put(q, &tur, ctx);
+	mq_kick(q);
+	return mq_reap(q, &r, 1, ms) == 1 && r.context == ctx && !r.host && !r.scsi;
+}
+
+/*
+ * A worker that cannot be created, as when vhost_task_create() or
+ * kthread_create() fails (the fail_once hook "worker"), at each of the
+ * three places that create one, and what is left after: VHOST_SET_OWNER
+ * fails with ENOMEM and leaves no owner (the next ioctl is refused
+ * EPERM), no thread and no held mm (the retry works and the adapter
+ * serves I/O); VPS_SET_KICK_FD of a queue fails and connects no doorbell
+ * (the queue, once set up, does not hear it; the retry connects it);
+ * VPS_SETUP_QUEUE of a queue with no worker yet fails and takes no queue
+ * (the next one is still out of order; the retry takes it and it serves
+ * I/O).  The hook fires only where a worker is created: armed while
+ * queue 1's doorbell is set again (its worker exists) it waits for queue
+ * 3's setup.  These unwindings had never run (the debug kernel's
+ * kmemleak sees what they would leak).
+ */
+static int do_worker_fail(const char *disk)
+{
+	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	int ret, err, n0, stale_kick, stale_call;
+	uint32_t q, got, recheck;
+	struct result r;
+	uint64_t ctx;
+
+	open_ram();
+	vfd = open("/dev/vhost-pvscsi", O_RDWR);
+	if (vfd < 0)
+		die("/dev/vhost-pvscsi");
+	n0 = count_workers();
+	fail_next_worker();
+	ret = ioctl(vfd, VHOST_SET_OWNER);
+	err = errno;
+	tap(ret < 0 && err == ENOMEM, "worker-fail-set-owner", "ret %d %s", ret, strerror(err));
+	ret = set_mem(GPA_BASE, RAM_SIZE, ram);
+	err = errno;
+	tap(ret < 0 && err == EPERM && count_workers() == n0, "worker-fail-no-owner-left",
+	    "SET_MEM_TABLE ret %d %s, workers %d -> %d", ret, strerror(err), n0,
+	    count_workers());
+	setup_adapter();
+	disk_blocks = vps_sim_blocks(disk);
+	if (attach(0, 0, disk, 0, 0))
+		die("attach");
+	CHECK_GOOD("worker-fail-set-owner-retried", tur);
+
+	/* queue 1: its doorbell's worker fails */
+	stale_kick = eventfd(0, EFD_NONBLOCK);
+	stale_call = eventfd(0, EFD_NONBLOCK);
+	if (stale_kick < 0 || stale_call < 0)
+		die("eventfd");
+	fail_next_worker();
+	ret = ioctl(vfd, VPS_SET_KICK_FD, &(struct vps_eventfd){ 1, stale_kick });
+	err = errno;
+	tap(ret < 0 && err == ENOMEM, "worker-fail-kick-fd", "ret %d %s", ret, strerror(err));
+	ret = ioctl(vfd, VPS_SET_CALL_FD, &(struct vps_eventfd){ VPS_EVENT_CMPL_Q(1), stale_call });
+	mq[1].kick = stale_kick;
+	mq[1].call = stale_call;
+	/*
+	 * The setup's first look takes what the ring holds (a request put
+	 * first, so that its completion shows the look is over), and 5 ms
+	 * after each round a second look takes what came meanwhile, doorbell
+	 * or not: pushed a minute away, only a doorbell would take the next.
+	 */
+	recheck = debugfs_u32("recheck_ms", 60000);
+	ctx = next_ctx++;
+	mq_put(1, &tur, ctx);
+	ret = ret || mq_setup(1, VPS_SETUP_QUEUE);
+	got = mq_reap(1, &r, 1, 5000);
+	ret = ret || got != 1 || r.context != ctx;
+	ctx = next_ctx++;
+	mq_put(1, &tur, ctx);
+	mq_kick(1);
+	got = mq_reap(1, &r, 1, 300);
+	tap(!ret && !got, "worker-fail-kick-fd-not-connected",
+	    "ret %d, %u completions: the doorbell that failed was heard", ret, got);
+	/* connected now: the request the deaf doorbell left completes */
+	ret = ioctl(vfd, VPS_SET_KICK_FD, &(struct vps_eventfd){ 1, stale_kick });
+	mq_kick(1);
+	got = mq_reap(1, &r, 1, 5000);
+	tap(!ret && got == 1 && r.context == ctx && !r.host && !r.scsi,
+	    "worker-fail-kick-fd-retried", "ret %d, %u completions, host %u", ret, got, r.host);
+	debugfs_u32("recheck_ms", recheck);
+
+	/* queue 2: no doorbell yet, so its setup creates the worker, and fails */
+	fail_next_worker();
+	ret = mq_setup(2, VPS_SETUP_QUEUE);
+	err = errno;
+	q = mq_setup(3, VPS_SETUP_QUEUE) < 0 && errno == EINVAL;
+	tap(ret < 0 && err == ENOMEM && q, "worker-fail-setup-queue",
+	    "ret %d %s, queue 3 %s", ret, strerror(err), q ? "refused" : "taken");
+	ret = mq_setup(2, VPS_SETUP_QUEUE);
+	if (!ret)
+		mq_eventfds(2);
+	tap(!ret && mq_tur(2, 5000), "worker-fail-setup-queue-retried", "ret %d %s", ret,
+	    strerror(errno));
+
+	/* armed where a worker exists, the hook waits for the next creation */
+	fail_next_worker();
+	ret = ioctl(vfd, VPS_SET_KICK_FD, &(struct vps_eventfd){ 1, stale_kick });
+	err = mq_setup(3, VPS_SETUP_QUEUE) < 0 ? errno : 0;
+	tap(!ret && err == ENOMEM, "worker-fail-only-on-creation",
+	    "queue 1's doorbell again: ret %d; queue 3's setup: %s", ret, strerror(err));
+	ret = mq_setup(3, VPS_SETUP_QUEUE);
+	if (!ret)
+		mq_eventfds(3);
+	tap(!ret && mq_tur(3, 5000) && mq_tur(1, 5000) && mq_tur(2, 5000),
+	    "worker-fail-all-queues-serve", "ret %d %s", ret, strerror(errno));
+	close_adapter();
+	for (q = 1; q < MQ_N; q++) {
+		close(mq[q].kick);
+		close(mq[q].call);
+	}
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
 /*
  * Of this process's adapter's first @nq queues, how many show in debugfs
  * ("queue N ... worker TID") a thread id of their own that is one of the
@@ -4239,6 +4394,8 @@ int main(int argc, char **argv)
 		return do_coalesce(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "mq"))
 		return do_mq(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "worker-fail"))
+		return do_worker_fail(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "mq-freeze"))
 		return do_mq_freeze(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
@@ -4275,7 +4432,9 @@ int main(int argc, char **argv)
 		"       vps_test ro-bdev DISK\n"
 		"       vps_test cgroup\n"
 		"       vps_test freeze FILE MOUNTPOINT\n"
+		"       vps_test mq DISK\n"
 		"       vps_test mq-freeze DISK FILE MOUNTPOINT\n"
+		"       vps_test worker-fail DISK\n"
 		"       vps_test discard-abort DISK\n");
 	return 2;
 }
