@@ -3,13 +3,13 @@
 # kernels: 612
 # checks: 42
 # serial: a benchmark that pins threads to each of the two host VM CPUs
-# (make check-full only: about 4 minutes)
+# (make check-full only: about 2 minutes)
 #
 # scripts/bench --pin cross with two host VM CPUs and a two-vCPU guest:
 # our multi-queue adapter on two queues and on one, and vhost-scsi on
 # two and on one, run the two-job case (rr2j) on both backings; the
 # pinner finds both guest vCPUs and our queue workers (by the thread ids
-# in debugfs), and each of them, read back from /proc/TID/status when the
+# in debugfs; ours-mq's queue 1 among them), and each of them, read back from /proc/TID/status when the
 # first job starts, is allowed only the CPU the plan gave it (bench's
 # pin/cross and pin/cross-readback checks), besides every case moving
 # data and the report and chart being written.  It checks that pinning
