@@ -4304,10 +4304,12 @@ static int do_freeze(const char *file, const char *mnt)
  * queued at once, then an ABORT: the worker runs one discard a pass and
  * lets go of the adapter between passes, so the abort waits for one
  * discard, not for all of them (before: 24.7 s here on 6.1, 256 a pass
- * and no cap).  Also: VPD B0's MAXIMUM UNMAP LBA COUNT, and an UNMAP
- * beyond it refused.
+ * and no cap): within @bound_ms (100 on the stock kernels; the debug
+ * kernel's KASAN and lockdep make one discard's pass slower, 150 ms seen,
+ * still two orders of magnitude under the regression).  Also: VPD B0's
+ * MAXIMUM UNMAP LBA COUNT, and an UNMAP beyond it refused.
  */
-static int do_discard_abort(const char *disk)
+static int do_discard_abort(const char *disk, double bound_ms)
 {
 	static struct result res[128];
 	uint32_t i, got, nok = 0, max_lba;
@@ -4351,8 +4353,8 @@ static int do_discard_abort(const char *disk)
 	e = ioctl(vfd, VPS_ABORT, &a);
 	ms = (now() - t0) * 1000;
 	printf("# VPS_ABORT waited %.1f ms behind 128 UNMAPs of 64 MiB\n", ms);
-	tap(e && errno == ENOENT && ms < 100, "abort-waits-under-100ms-behind-discards",
-	    "%.1f ms, %s", ms, strerror(errno));
+	tap(e && errno == ENOENT && ms < bound_ms, "abort-waits-under-bound-behind-discards",
+	    "%.1f ms (bound %.0f ms), %s", ms, bound_ms, strerror(errno));
 	got = get_cmps(res, 128, 60000);
 	for (i = 0; i < got; i++)
 		if (!good(&res[i]))
@@ -4402,8 +4404,8 @@ int main(int argc, char **argv)
 		return do_cgroup();
 	if (argc == 4 && !strcmp(argv[1], "freeze"))
 		return do_freeze(argv[2], argv[3]);
-	if (argc == 3 && !strcmp(argv[1], "discard-abort"))
-		return do_discard_abort(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "discard-abort"))
+		return do_discard_abort(argv[2], argc == 4 ? atof(argv[3]) : 100);
 	fprintf(stderr, "usage: vps_test check DISK FILE RO_DISK\n"
 		"       vps_test close-inflight DISK\n"
 		"       vps_test hung-lun DISK DM_NAME\n"
@@ -4420,6 +4422,6 @@ int main(int argc, char **argv)
 		"       vps_test mq DISK\n"
 		"       vps_test mq-freeze DISK FILE MOUNTPOINT\n"
 		"       vps_test worker-fail DISK\n"
-		"       vps_test discard-abort DISK\n");
+		"       vps_test discard-abort DISK [BOUND_MS]\n");
 	return 2;
 }
