@@ -3519,10 +3519,10 @@ static int mq_tur(uint32_t q, int ms)
 static int do_worker_fail(const char *disk)
 {
 	struct cmd tur = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
-	int ret, err, n0, stale_kick, stale_call;
-	uint32_t q, got;
+	int ret, err, n0, stale_kick, stale_call, refused;
 	struct result r;
 	uint64_t ctx;
+	uint32_t got;
 
 	open_ram();
 	vfd = open("/dev/vhost-pvscsi", O_RDWR);
@@ -3584,9 +3584,9 @@ static int do_worker_fail(const char *disk)
 	fail_next_worker();
 	ret = mq_setup(2, VPS_SETUP_QUEUE);
 	err = errno;
-	q = mq_setup(3, VPS_SETUP_QUEUE) < 0 && errno == EINVAL;
-	tap(ret < 0 && err == ENOMEM && q, "worker-fail-setup-queue",
-	    "ret %d %s, queue 3 %s", ret, strerror(err), q ? "refused" : "taken");
+	refused = mq_setup(3, VPS_SETUP_QUEUE) < 0 && errno == EINVAL;
+	tap(ret < 0 && err == ENOMEM && refused, "worker-fail-setup-queue",
+	    "ret %d %s, queue 3 %s", ret, strerror(err), refused ? "refused" : "taken");
 	ret = mq_setup(2, VPS_SETUP_QUEUE);
 	if (!ret)
 		mq_eventfds(2);

@@ -9,11 +9,11 @@
 # our multi-queue adapter on two queues and on one, and vhost-scsi on
 # two and on one, run the two-job case (rr2j) on both backings; the
 # pinner finds both guest vCPUs and our queue workers (by the thread ids
-# in debugfs; ours-mq's queue 1 among them), and each of them, read back from /proc/TID/status when the
-# first job starts, is allowed only the CPU the plan gave it (bench's
-# pin/cross and pin/cross-readback checks), besides every case moving
-# data and the report and chart being written.  It checks that pinning
-# works, not what it gains.
+# in debugfs; ours-mq's queue 1 among them), and each of them, read back
+# from /proc/TID/status when the first job starts, is allowed only the
+# CPU the plan gave it (bench's pin/cross and pin/cross-readback checks),
+# besides every case moving data and the report and chart being written.
+# It checks that pinning works, not what it gains.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d /tmp/vps-bench-pin-XXXXXX)
 trap 'rm -rf "$out"' EXIT
