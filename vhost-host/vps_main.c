@@ -275,26 +275,30 @@ bool vps_fail_now(int what)
 	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
 }
 
+/* the names written to fail_once, by their bit in vps_fail_once */
+static const char * const vps_fail_names[] = {
+	[VPS_FAIL_DETACH]	= "detach",
+	[VPS_FAIL_RESET_DEVICE]	= "reset_device",
+	[VPS_FAIL_SETUP_RINGS]	= "setup_rings",
+	[VPS_FAIL_SET_OWNER]	= "set_owner",
+	[VPS_FAIL_WORKER]	= "worker",
+};
+
 static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 			      size_t len, loff_t *pos)
 {
 	char k[16] = "";
+	int i;
 
 	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
 		return -EFAULT;
-	if (sysfs_streq(k, "detach"))
-		set_bit(VPS_FAIL_DETACH, &vps_fail_once);
-	else if (sysfs_streq(k, "reset_device"))
-		set_bit(VPS_FAIL_RESET_DEVICE, &vps_fail_once);
-	else if (sysfs_streq(k, "setup_rings"))
-		set_bit(VPS_FAIL_SETUP_RINGS, &vps_fail_once);
-	else if (sysfs_streq(k, "set_owner"))
-		set_bit(VPS_FAIL_SET_OWNER, &vps_fail_once);
-	else if (sysfs_streq(k, "worker"))
-		set_bit(VPS_FAIL_WORKER, &vps_fail_once);
-	else
-		return -EINVAL;
-	return len;
+	for (i = 0; i < ARRAY_SIZE(vps_fail_names); i++) {
+		if (sysfs_streq(k, vps_fail_names[i])) {
+			set_bit(i, &vps_fail_once);
+			return len;
+		}
+	}
+	return -EINVAL;
 }
 
 static const struct file_operations vps_fail_fops = {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 48
+# checks: 49
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The

@@ -3529,6 +3529,13 @@ static int do_worker_fail(const char *disk)
 	if (vfd < 0)
 		die("/dev/vhost-pvscsi");
 	n0 = count_workers();
+	/* a name the hook does not know is refused, not taken as some other */
+	ret = open("/sys/kernel/debug/vhost_pvscsi/fail_once", O_WRONLY);
+	if (ret < 0)
+		die("fail_once");
+	err = write(ret, "workers", 7) < 0 ? errno : 0;
+	close(ret);
+	tap(err == EINVAL, "fail-once-unknown-name-refused", "%s", strerror(err));
 	fail_next_worker();
 	ret = ioctl(vfd, VHOST_SET_OWNER);
 	err = errno;
@@ -3750,13 +3757,7 @@ static int do_mq_freeze(const char *disk, const char *file, const char *mnt)
 	got = mq_reap(2, res, 1, 5000);
 	tap(got == 1 && good(&res[0]) && !memcmp(w, back, 4096), "mq-held-write-reads-back",
 	    "%u of 1", got);
-	close_adapter();
-	for (q = 1; q <= 2; q++) {
-		close(mq[q].kick);
-		close(mq[q].call);
-	}
-	printf("1..%d\n", tests);
-	return failures ? 1 : 0;
+	return mq_done();
 }
 
 /*
