@@ -19,6 +19,12 @@ t_equal root-image-id "$(cat /vps-root-id)" "$ID"
 n=0
 for b in /sys/block/sd*; do [ -e "$b" ] && n=$((n + 1)); done
 t_equal only-disk "$n" 1
-echo "$ID" > /vps-written && sync
-t_equal root-writable "$(cat /vps-written)" "$ID"
+# The same image boots under both firmwares: what a boot writes is its
+# own (the other boot's file must not pass for it), and it is read back
+# from the disk, not from the page cache.
+t_match root-mounted-rw "$(awk '$2 == "/" {print $4}' /proc/mounts | tail -1)" '^rw(,|$)'
+w="$ID-$fw-$(cat /proc/sys/kernel/random/uuid)"
+t_check root-write-synced sh -c "echo '$w' > /vps-written && sync"
+echo 3 > /proc/sys/vm/drop_caches
+t_equal root-writable "$(cat /vps-written)" "$w"
 vps_dmesg_clean dmesg-clean

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 65
-# checks-gate: 45
+# checks: 77
+# checks-gate: 53
 #
 # Boot from a vhost-pvscsi disk.  scripts/mkimage builds a bootable raw
 # image per guest driver (MBR; a FAT boot partition with SYSLINUX for

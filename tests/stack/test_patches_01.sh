@@ -31,6 +31,8 @@ out=$("$TOP/scripts/sync-qemu-header" --check 2>&1)
 res header-copy-current $? "$(echo "$out" | tail -3 | tr '\n' ' ')"
 
 bad=""
+# an empty series would sign off nothing
+[ -n "$(grep -v '^#' "$TOP/qemu-patches/series")" ] || bad="empty series"
 for p in $(grep -v '^#' "$TOP/qemu-patches/series"); do
 	[ -f "$TOP/qemu-patches/$p" ] || bad="$bad missing:$p"
 	grep -q '^Signed-off-by: ' "$TOP/qemu-patches/$p" || bad="$bad unsigned:$p"
