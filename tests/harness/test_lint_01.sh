@@ -133,10 +133,11 @@ guest() { # script: run with guest.sh sourced, results (fd 3) to $w/fd3
 	VPS_LIB=$TOP/scripts/vm $sh -c ". '$TOP/scripts/vm/guest.sh'; $1" 3>> "$w/fd3"
 }
 t0=$EPOCHREALTIME
-guest 'vps_wait 1 vps_has_sd 99:0:99:0'
+# (exit 7: guest.sh did not give vps_has_sd; only vps_wait's own 1 is a pass)
+guest 'command -v vps_has_sd >/dev/null || exit 7; vps_wait 1 vps_has_sd 99:0:99:0'
 rc=$?
 ms=$(( (${EPOCHREALTIME//[.,]/} - ${t0//[.,]/}) / 1000 ))
-res wait-has-sd-fails-fast "$([ "$rc" != 0 ] && [ "$ms" -lt 3000 ]; echo $?)" \
+res wait-has-sd-fails-fast "$([ "$rc" = 1 ] && [ "$ms" -lt 3000 ]; echo $?)" \
 	"vps_wait 1 vps_has_sd on no such LUN: exit $rc after $ms ms ($sh)"
 t0=$EPOCHREALTIME
 guest "there() { [ -e '$w/f' ]; }; there && exit 9; (sleep 0.5; touch '$w/f') & vps_wait 5 there"

@@ -20,13 +20,13 @@ dir=$(mktemp -d /tmp/vps-monitor-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 vm_monitor
 vm_run monitor <<GUEST
-printf 'VPS-MON logfile $dir/split-' >&3
-sleep 1
-printf 'whole.log\n' >&3
-echo "VPS-MON trace-event handle_hmp_command on" >&3
-echo "VPS-MON info version" >&3
+if printf 'VPS-MON logfile $dir/split-' >&3 && sleep 1 && printf 'whole.log\n' >&3 &&
+	echo "VPS-MON trace-event handle_hmp_command on" >&3 && echo "VPS-MON info version" >&3; then
+	t_ok sent
+else
+	t_fail sent "a write to the monitor channel (fd 3) failed"
+fi
 sleep 2
-t_ok sent
 GUEST
 rc=$?
 if [ -e "$dir/split-" ]; then

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 12
+# checks: 11
 #
 # Nested mode: a host VM under TCG (-cpu max emulates AMD SVM with nested
 # paging) loads kvm_amd and starts an inner guest under real KVM with our
@@ -20,7 +20,8 @@ trap 'rm -rf "$work"' EXIT
 # the inner guest: same kernel, its own initramfs
 cat > "$work/inner.sh" <<'GUEST'
 t_match hypervisor "$(dmesg | grep -m1 'Hypervisor detected')" 'KVM'
-t_check echo sh -c 'echo inner guest alive'
+# a line on its console, which the host VM's inner-console looks for
+echo inner guest alive
 t_equal console-hvc0 "$(readlink /proc/$$/fd/1)" /dev/hvc0
 t_equal results-hvc1 "$(readlink /proc/$$/fd/3)" /dev/hvc1
 GUEST

@@ -53,7 +53,8 @@ for p in $(echo "$need" | tr ' ' '\n' | grep -vE '^(linux-|lib)' | sort -u); do
 	apt-cache show "$p" 2>/dev/null | grep -qE '^(Priority: (required|important)|Section: libs)$' && continue
 	echo "$pk" | sed 's|/.*||' | grep -qx "$p" || miss="$miss $p"
 done
-res kbuild-deps-listed "$([ -n "$need" ] && [ -z "$miss" ]; echo $?)" \
+# (need always holds the loop's spaces: a word in it is a package apt knew)
+res kbuild-deps-listed "$([ -n "$(echo $need)" ] && [ -z "$miss" ]; echo $?)" \
 	"missing from set-up's list:$miss (needed:$(echo $need | head -c 200))"
 snap() { ls -la --time-style=+%s /boot; dpkg-query -W -f='${Package} ${Version} ${Status}\n'; }
 before=$(snap)

@@ -60,8 +60,11 @@ step checkpatch-user static-checkpatch-user
 
 # checkpatch must be able to fail: a planted defect is reported
 printf '// SPDX-License-Identifier: GPL-2.0\nint f(int a) {\n\treturn a;\n}\n' > "$w/bad.c"
+# (its own finding and exit status: any output, a perl error too, is not one)
 out=$("$cp" --strict --no-tree --terse -f "$w/bad.c" 2>&1)
-res checkpatch-catches-defect "$( [ -n "$out" ] && echo 0 || echo 1)" "no report on a brace on the function line"
+rc=$?
+res checkpatch-catches-defect "$( [ "$rc" = 1 ] && echo "$out" | grep -q "bad.c:2: ERROR: open brace '{' following function" && echo 0 || echo 1)" \
+	"exit $rc, not the brace on the function line: $(echo "$out" | head -2 | tr '\n' ' ')"
 
 # a module parameter's description says the cap the code applies (the
 # poll_us change once rewrote coalesce_us's "at most 1000" to 20000)
