@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
-# checks: 10
+# checks: 32
 #
 # fail_make_request (the debug kernel's block-layer fault injection) under
 # a LUN: a device-mapper LUN over null_blk whose chunk at block 1024 is

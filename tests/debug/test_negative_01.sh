@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
-# checks: 9
+# checks: 11
 #
 # The debug lane's kmemleak check catches a leak: the harness self-test
 # module leaks a 200-byte allocation (kmalloc-256) at load (vps_selftest leak=1); after

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
-# checks: 37
+# checks: 58
 #
 # sriov_vfcfg on a non-PCI PF: netdevsim (CONFIG_NETDEVSIM in the debug
 # kernel), which implements every VF op, link state included.  A policy
@@ -66,6 +66,8 @@ t_check drift $IP link set "$NS" vf 2 mac 02:00:00:00:99:99 state disable
 # no check of the drift itself: the NETDEV_CHANGE that rtnetlink sends
 # after "ip link set" may already have re-applied the policy
 t_check apply sh -c "echo 1 > /sys/kernel/sriov_vfcfg/apply"
+# the write ran a pass of its own (it waits for it), whatever the event did
+t_match apply/pass "$(grep '^  last pass' $ST | head -1)" 'apply write'
 t_match apply/restored "$(vf 2)" 'link/ether 02:cc:00:00:00:02 .*link-state enable'
 
 snap() { cat $POL $ND/sriov_numvfs; $IP link show "$NS" | grep -E '^ +vf '; }

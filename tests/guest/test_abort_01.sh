@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 17
+# checks: 18
 #
 # eh_abort under load: fio randwrite+verify=crc32c (4k, QD 4) runs on
 # disk A with a 2 s SCSI timeout; during its write phase the QEMU monitor
@@ -61,6 +61,8 @@ t_equal no-escalation "$(cat $st/device_resets)/$(cat $st/bus_resets)/$(cat $st/
 t_equal no-bogus "$(cat $st/bogus_completions)" 0
 # no host reset: the device gave every request back, aborted ones included
 echo "requests=$(cat $st/requests) completions=$(cat $st/completions)"
+# (two reads that fail would be equal too)
+t_check requests-counted test "$(cat $st/requests)" -gt 0
 t_equal all-accounted "$(cat $st/completions)" "$(cat $st/requests)"
 t_check after-abort-io fio --name=b --filename=$a --do_verify=1 $common --size=4M --iodepth=32
 echo "VPS-REPORT abort aborts=$(cat $st/aborts)" >&3

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: debug
-# checks: 29
+# checks: 31
 #
 # Busy answers and query_rss, on netdevsim (the debug kernel's: Debian's
 # have no CONFIG_NETDEVSIM), which implements ndo_set_vf_rss_query_en.

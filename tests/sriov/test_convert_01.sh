@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 12
+# checks: 13
 #
 # What scripts/vfcfg-from-link prints is a policy sriov_vfcfg takes.  On
 # the build machine, a .link file for the VM's igb PF (Path=, [Link]

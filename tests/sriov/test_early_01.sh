@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 9
+# checks: 10
 #
 # Loaded early, as Documentation/sriov-helper.md tells a host whose NIC
 # driver is in the initramfs: the module installed where modprobe finds

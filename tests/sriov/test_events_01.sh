@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 41
+# checks: 42
 #
 # When sriov_vfcfg applies a policy, trigger by trigger, on QEMU igb.
 # PF probe: loaded before igb, the policy's VF count is set after igb's

@@ -66,7 +66,9 @@ t_equal off/no-pass "$(pass)" "$n"
 t_check on sh -c "echo 1 > $RS"
 t_check on/restored vps_wait 10 mac0
 
-# a VF FLR through sysfs: its settings stay as the policy says
+# a VF FLR through sysfs: its settings stay as the policy says.  (igb
+# itself keeps a MAC and a VLAN the PF set across a VF reset, so this
+# shows that nothing undoes them, not that the module set them again.)
 t_check flr sh -c 'echo 1 > /sys/bus/pci/devices/0000:01:10.0/reset'
 sleep 3
 t_check flr/mac mac0

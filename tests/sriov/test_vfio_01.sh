@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 75
+# checks: 77
 #
 # A VF handed to vfio-pci is never taken away by sriov_vfcfg, unless the
 # policy says force.  A policy makes 2 VFs; then the admin makes 3 by hand
