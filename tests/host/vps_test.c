@@ -4365,7 +4365,9 @@ static int do_freeze(const char *file, const char *mnt)
  * discard, not for all of them (before: 24.7 s here on 6.1, 256 a pass
  * and no cap): within @bound_ms (100 on the stock kernels; the debug
  * kernel's KASAN and lockdep make one discard's pass slower, 150 ms seen,
- * still two orders of magnitude under the regression).  Also: VPD B0's
+ * still two orders of magnitude under the regression), or within an
+ * eighth of the time all 128 took (a loaded host slows each alike; the
+ * regression waits nearly all of it).  Also: VPD B0's
  * MAXIMUM UNMAP LBA COUNT, and an UNMAP beyond it refused.
  */
 static int do_discard_abort(const char *disk, double bound_ms)
@@ -4376,8 +4378,8 @@ static int do_discard_abort(const char *disk, double bound_ms)
 	struct result r;
 	struct cmd c;
 	uint8_t *w;
-	double t0, ms;
-	int e;
+	double t0, t_kick, ms, all_ms;
+	int e, err;
 
 	start_on(disk);
 	tap(!attach(0, 0, disk, 0, 0), "attach", "%s", strerror(errno));
@@ -4405,16 +4407,28 @@ static int do_discard_abort(const char *disk, double bound_ms)
 			      (64u << 20) / 512);
 		put_req(&c, next_ctx++, i % 64);
 	}
+	t_kick = now();
 	kick();
 	usleep(20000);
 	a.context = next_ctx + 1000;	/* none such: the wait is what counts */
 	t0 = now();
 	e = ioctl(vfd, VPS_ABORT, &a);
+	err = e ? errno : 0;
 	ms = (now() - t0) * 1000;
-	printf("# VPS_ABORT waited %.1f ms behind 128 UNMAPs of 64 MiB\n", ms);
-	tap(e && errno == ENOENT && ms < bound_ms, "abort-waits-under-bound-behind-discards",
-	    "%.1f ms (bound %.0f ms), %s", ms, bound_ms, strerror(errno));
 	got = get_cmps(res, 128, 60000);
+	all_ms = (now() - t_kick) * 1000;
+	printf("# VPS_ABORT waited %.1f ms behind 128 UNMAPs of 64 MiB, which took %.1f ms\n",
+	       ms, all_ms);
+	/*
+	 * The bound, or else an eighth of what all 128 took: a loaded
+	 * machine makes every discard slower alike (178.7 ms against 100
+	 * seen in a gate on 6.1), while an abort that waits for the ring
+	 * waits nearly all of it.
+	 */
+	tap(err == ENOENT && (ms < bound_ms || ms * 8 < all_ms),
+	    "abort-waits-under-bound-behind-discards",
+	    "%.1f ms (bound %.0f ms, or %.1f: an eighth of the %.1f ms all took), abort: %s",
+	    ms, bound_ms, all_ms / 8, all_ms, err ? strerror(err) : "succeeded");
 	for (i = 0; i < got; i++)
 		if (!good(&res[i]))
 			nok++;
