@@ -292,13 +292,11 @@ static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 
 	if (copy_from_user(k, buf, min(len, sizeof(k) - 1)))
 		return -EFAULT;
-	for (i = 0; i < ARRAY_SIZE(vps_fail_names); i++) {
-		if (sysfs_streq(k, vps_fail_names[i])) {
-			set_bit(i, &vps_fail_once);
-			return len;
-		}
-	}
-	return -EINVAL;
+	i = sysfs_match_string(vps_fail_names, k);
+	if (i < 0)
+		return i;
+	set_bit(i, &vps_fail_once);
+	return len;
 }
 
 static const struct file_operations vps_fail_fops = {
