@@ -79,8 +79,6 @@
 #define VPS_MAX_DATA	(8u << 20)
 #define fallthrough	__attribute__((__fallthrough__))
 
-#define GAUGES		"/sys/kernel/debug/vhost_pvscsi/gauges"
-
 /* ---- seeded generator (xorshift64*): the only source of choices ---------- */
 
 static uint64_t rng_state;
@@ -505,46 +503,6 @@ static void open_adapter(void)
 		}
 }
 
-/* the module's gauges into @buf; 0 when they cannot be read */
-static int read_gauges(char *buf, size_t len)
-{
-	FILE *f = fopen(GAUGES, "r");
-	size_t n;
-
-	if (!f) {
-		snprintf(buf, len, "%s: %s", GAUGES, strerror(errno));
-		return 0;
-	}
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return 1;
-}
-
-static int gauges_zero(char *buf, size_t len)
-{
-	return read_gauges(buf, len) &&
-	       !strcmp(buf, "open_devices 0\nrequests_in_flight 0\nluns 0\n");
-}
-
-/*
- * Close no longer waits for backing I/O still in flight (a hung LUN must
- * not hold the VMM): the release finishes when that I/O completes, which
- * on the slow (dm-delay) LUN is within a second.  So the gauges are given
- * 5 s to reach 0 after a close; 1 when they did.
- */
-static int gauges_settle(char *buf, size_t len)
-{
-	int i;
-
-	for (i = 0; i < 500; i++) {
-		if (gauges_zero(buf, len))
-			return 1;
-		usleep(10000);
-	}
-	return 0;
-}
-
 static void close_adapter(int check)
 {
 	char g[256];
@@ -563,7 +521,8 @@ static void close_adapter(int check)
 	st.closes++;
 	op("close");
 	/* nothing may be left behind */
-	if (check && !gauges_settle(g, sizeof(g)))
+	/* close does not wait for backing I/O in flight: 5 s for it */
+	if (check && !vps_sim_gauges_zero_within(g, sizeof(g), 5000))
 		fail("gauges 5 s after close: %s", g);
 }
 
@@ -1096,7 +1055,7 @@ static int all_read(void)
 /* a requests_in_flight gauge of 0: nothing of this adapter in flight */
 static int nothing_in_flight(char *buf, size_t len)
 {
-	return read_gauges(buf, len) && strstr(buf, "requests_in_flight 0\n");
+	return vps_sim_gauges(buf, len) && strstr(buf, "requests_in_flight 0 ");
 }
 
 /*
@@ -1454,7 +1413,7 @@ int main(int argc, char **argv)
 	 * A run that ended with a broken ring was not drained: its backing
 	 * I/O may still be in flight, as after any close.
 	 */
-	gz = gauges_settle(g, sizeof(g));
+	gz = vps_sim_gauges_zero_within(g, sizeof(g), 5000);
 	printf("# seed %llu: %llu iterations, %llu descriptors, %llu completions,",
 	       (unsigned long long)seed, (unsigned long long)st.iterations,
 	       (unsigned long long)st.descriptors,

@@ -7,8 +7,10 @@
 #ifndef VPS_SIM_H
 #define VPS_SIM_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -72,6 +74,52 @@ static inline uint64_t vps_sim_blocks(const char *path)
 	end = lseek(fd, 0, SEEK_END);
 	close(fd);
 	return end / 512;
+}
+
+#define VPS_SIM_GAUGES	"/sys/kernel/debug/vhost_pvscsi/gauges"
+
+/*
+ * The module's gauges into @buf, on one line ("open_devices 0
+ * requests_in_flight 0 luns 0 ", for a test's output); 0, and why in
+ * @buf, when they cannot be read
+ */
+static inline int vps_sim_gauges(char *buf, size_t len)
+{
+	FILE *f = fopen(VPS_SIM_GAUGES, "r");
+	size_t n;
+	char *c;
+
+	if (!f) {
+		snprintf(buf, len, "%s: %s", VPS_SIM_GAUGES, strerror(errno));
+		return 0;
+	}
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	for (c = buf; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	return 1;
+}
+
+/*
+ * Up to @ms for the module to let every adapter go (no adapter open, no
+ * request in flight, no LUN): a close does not wait for backing I/O in
+ * flight, the release finishes when it completes.  1 when it did; the
+ * gauges last read in @buf.
+ */
+static inline int vps_sim_gauges_zero_within(char *buf, size_t len, int ms)
+{
+	int i;
+
+	for (i = 0; i <= ms / 10; i++) {
+		if (i)
+			usleep(10000);
+		if (vps_sim_gauges(buf, len) &&
+		    !strcmp(buf, "open_devices 0 requests_in_flight 0 luns 0 "))
+			return 1;
+	}
+	return 0;
 }
 
 #endif /* VPS_SIM_H */

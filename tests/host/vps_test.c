@@ -2409,7 +2409,6 @@ static int do_close_inflight(const char *disk)
 
 /* ---- a LUN that stops answering ----------------------------------------- */
 
-#define GAUGES		"/sys/kernel/debug/vhost_pvscsi/gauges"
 #define HUNG_IOS	16
 
 static int shell(const char *cmd);
@@ -2420,38 +2419,6 @@ static long ms_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void read_gauges(char *buf, size_t len)
-{
-	FILE *f = fopen(GAUGES, "r");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-
-	buf[n] = 0;
-	for (char *c = buf; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	if (f)
-		fclose(f);
-}
-
-/*
- * Up to @ms for the module to let every adapter go (the gauges at 0: a
- * close does not wait for backing I/O in flight); the gauges last read
- * in @g
- */
-static int gauges_zero_within(char *g, size_t len, int ms)
-{
-	int i;
-
-	for (i = 0; i <= ms / 100; i++) {
-		if (i)
-			usleep(100000);
-		read_gauges(g, len);
-		if (strstr(g, "open_devices 0 requests_in_flight 0 luns 0 "))
-			return 1;
-	}
-	return 0;
 }
 
 /*
@@ -2522,7 +2489,7 @@ static int resume_let_go(const char *resume, char *g, size_t len)
 {
 	if (shell(resume))
 		tap(0, "resume", "dmsetup resume failed");
-	return gauges_zero_within(g, len, 5000);
+	return vps_sim_gauges_zero_within(g, len, 5000);
 }
 
 /*
@@ -2617,7 +2584,7 @@ static int do_hung_lun(const char *disk, const char *dm)
 		}
 		tap(reaped, mode ? "closed-vmm-exits" : "killed-vmm-exits",
 		    "the VMM still not reaped 5 s later");
-		read_gauges(g, sizeof(g));
+		vps_sim_gauges(g, sizeof(g));
 		tap(strstr(g, "open_devices 1 ") && !strstr(g, "requests_in_flight 0 "),
 		    mode ? "closed-adapter-held" : "killed-adapter-held", "%s", g);
 		tap(resume_let_go(cmd, g, sizeof(g)),
@@ -3942,7 +3909,8 @@ static int do_coalesce(const char *disk)
 	    "got %d, held %llu", got, adapter_field("coalesced") - h0);
 	/* the held interrupt's timer goes with it, and so does the adapter */
 	close_adapter();
-	tap(gauges_zero_within(g, sizeof(g), 5000), "coalesce-close", "gauges 5 s after: %s", g);
+	tap(vps_sim_gauges_zero_within(g, sizeof(g), 5000), "coalesce-close",
+	    "gauges 5 s after: %s", g);
 	tap(!set_param("coalesce_us", "0"), "coalesce-us-default", "%s", strerror(errno));
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
