@@ -16,7 +16,8 @@
  * a mutex of its own, vps_queue.lock, held for each of the worker's
  * rounds: the queues of an adapter share no lock on the data path.  The
  * control path (the ioctls, the owner's exit, release) takes
- * dev->mutex and then every queue's lock (vps_dev_lock()).  So:
+ * dev->mutex and then every queue's lock (vps_dev_lock()), and while it
+ * waits for them no worker starts a round (vps_dev.ctl_waiting).  So:
  *   [Q]  a queue's own: under its lock;
  *   [M]  the adapter's: written under dev->mutex and every queue's lock,
  *        so read under either;
@@ -318,6 +319,16 @@ struct vps_dev {
 	/* the control path: with every queue's lock, see the top */
 	struct mutex mutex;
 	/*
+	 * Control-path threads in vps_dev_lock() or holding it, atomic: a
+	 * worker starts no round and ends its busy-poll while it is not 0,
+	 * so an ioctl waits for the round in progress, not for several (a
+	 * mutex is not fair: the worker that let go of its queue's lock
+	 * took it again before the woken ioctl ran, 3-6 discard passes
+	 * behind a ring of UNMAPs).  ctl_wq: the workers, woken at 0.
+	 */
+	atomic_t ctl_waiting;
+	wait_queue_head_t ctl_wq;
+	/*
 	 * [M] The owner's mm, mmgrab only: its address space (the guest's
 	 * RAM) goes when the owner's process does, not at our last close,
 	 * which another process holding the fd may put off indefinitely.
@@ -434,6 +445,7 @@ static inline void vps_dev_lock(struct vps_dev *dev)
 {
 	u32 i;
 
+	atomic_inc(&dev->ctl_waiting);
 	mutex_lock(&dev->mutex);
 	for (i = 0; i < VPS_MAX_QUEUES; i++)
 		mutex_lock_nest_lock(&dev->q[i].lock, &dev->mutex);
@@ -446,7 +458,21 @@ static inline void vps_dev_unlock(struct vps_dev *dev)
 
 	while (i--)
 		mutex_unlock(&dev->q[i].lock);
+	/* before dev->mutex goes: the next holder may be a release */
+	if (atomic_dec_and_test(&dev->ctl_waiting))
+		wake_up_all(&dev->ctl_wq);
 	mutex_unlock(&dev->mutex);
+}
+
+/* a worker's round waits while the control path wants the adapter */
+static inline void vps_ctl_wait(struct vps_dev *dev)
+{
+	wait_event(dev->ctl_wq, !atomic_read(&dev->ctl_waiting));
+}
+
+static inline bool vps_ctl_wants(struct vps_dev *dev)
+{
+	return atomic_read(&dev->ctl_waiting);
 }
 
 /* requests of every queue consumed and not yet completed ([M]) */

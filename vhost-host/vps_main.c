@@ -891,6 +891,8 @@ static int vps_open(struct inode *inode, struct file *f)
 		return -ENOMEM;
 	}
 	mutex_init(&dev->mutex);
+	atomic_set(&dev->ctl_waiting, 0);
+	init_waitqueue_head(&dev->ctl_wq);
 	vps_queues_init(dev);
 	f->private_data = dev;
 	atomic_long_inc(&vps_open_devs);

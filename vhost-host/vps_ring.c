@@ -649,10 +649,11 @@ bad:
  * they come, so that a guest at queue depth 1 finds its completion at
  * once and its next request is seen without a doorbell or a wake-up (the
  * doorbell threshold stays high meanwhile).  True when a request came;
- * false once the time is up, another task wants the CPU, or the ring
- * broke.  The clock is local_clock(), as vhost's busy-polling uses: the
- * CPU's own counter, where ktime_get_ns() may read a device (HPET when
- * the TSC is not trusted, an MMIO exit per look in a VM).
+ * false once the time is up, another task wants the CPU, an ioctl wants
+ * the adapter (it would wait for the whole poll), or the ring broke.
+ * The clock is local_clock(), as vhost's busy-polling uses: the CPU's own
+ * counter, where ktime_get_ns() may read a device (HPET when the TSC is
+ * not trusted, an MMIO exit per look in a VM).
  */
 static bool vps_poll_ring(struct vps_queue *q, u64 *end)
 {
@@ -664,7 +665,7 @@ static bool vps_poll_ring(struct vps_queue *q, u64 *end)
 		return false;
 	if (!*end)
 		*end = now + (u64)us * NSEC_PER_USEC;
-	while (now < *end && !need_resched()) {
+	while (now < *end && !need_resched() && !vps_ctl_wants(dev)) {
 		if (!llist_empty(&q->done)) {
 			vps_process_done_q(q);
 			if (READ_ONCE(dev->broken) || !q->ok)
@@ -855,6 +856,8 @@ static bool vps_round(struct vps_queue *q)
 	bool again = false, kicked, peek, due;
 	u32 cons;
 
+	/* an ioctl waiting for the adapter goes first (vps_dev.ctl_waiting) */
+	vps_ctl_wait(dev);
 	mutex_lock(&q->lock);
 	vps_drain_backlog_q(q);
 	vps_process_done_q(q);

@@ -2917,6 +2917,54 @@ static int split_cpus(void)
  */
 #define POLL_US "20000"
 
+/*
+ * An ioctl does not wait for a poll: right after a completion the worker
+ * polls the ring for up to POLL_US with its queue's lock held, and an
+ * ABORT then (for a context that is not there: the wait is what counts)
+ * waits only until the poll sees it.  Before the worker yielded to the
+ * control path it waited for the whole poll, 20 ms each.  The median of
+ * POLL_ABORTS, in ms; -1 when a request or an abort went wrong.
+ */
+#define POLL_ABORTS 9
+#define POLL_ABORT_MS 5
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double poll_abort_wait(const struct cmd *c)
+{
+	double ms[POLL_ABORTS], t0;
+	struct vps_abort a = { 0, 0, 0 };
+	int i;
+
+	for (i = 0; i < POLL_ABORTS; i++) {
+		uint64_t ctx = next_ctx++;
+		struct result r;
+		int e, err;
+
+		put_req(c, ctx, i % 64);
+		if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
+		    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
+			kick();
+		if (get_cmps_how(&r, 1, 5000, true) != 1 || r.context != ctx || !good(&r))
+			return -1;
+		a.context = next_ctx + 1000;
+		t0 = now();
+		e = ioctl(vfd, VPS_ABORT, &a);
+		err = e ? errno : 0;
+		ms[i] = (now() - t0) * 1000;
+		if (err != ENOENT)
+			return -1;
+		printf("# abort %d behind a poll: %.2f ms\n", i, ms[i]);
+	}
+	qsort(ms, POLL_ABORTS, sizeof(ms[0]), cmp_double);
+	return ms[POLL_ABORTS / 2];
+}
+
 static int do_poll(const char *disk)
 {
 	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
@@ -2924,6 +2972,7 @@ static int do_poll(const char *disk)
 	struct vps_stats s0, s1;
 	uint32_t on = 1;
 	int i, bad = 0;
+	double abort_ms;
 
 	start_on(disk);
 	if (attach(0, 0, disk, 0, 0) || ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &on))
@@ -2955,6 +3004,10 @@ static int do_poll(const char *disk)
 	}
 	s1 = stats();
 	p1 = adapter_field("polled");
+	abort_ms = poll_abort_wait(&c);
+	tap(abort_ms >= 0 && abort_ms < POLL_ABORT_MS, "poll-abort-does-not-wait",
+	    "median %.2f ms of %d aborts right after a completion (bound %d ms, the poll %s us)",
+	    abort_ms, POLL_ABORTS, POLL_ABORT_MS, POLL_US);
 	tap(!set_param("poll_us", "0"), "poll-us-off", "%s", strerror(errno));
 	usleep(20000);
 	tap(!bad && __atomic_load_n(&rs->cmp_prod_idx, __ATOMIC_ACQUIRE) == cmp_cons,
