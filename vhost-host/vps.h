@@ -306,6 +306,7 @@ struct vps_pcpu_stats {
 	u64 kick_raised;		/* ... that raised the threshold */
 	u64 coalesced;			/* interrupts held back */
 	u64 stale_posted;		/* the stale_completions hook's */
+	u64 cancel_busy;		/* discards an abort/reset answered BUSY */
 };
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);

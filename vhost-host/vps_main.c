@@ -119,9 +119,9 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "aborts %llu resets %llu msgs %llu unkicked %llu polled %llu poll_idle %llu poll_yield %llu coalesced %llu\n",
 		   st->aborts, st->resets, st->msgs, sum.unkicked, sum.polled,
 		   sum.poll_idle, sum.poll_yield, sum.coalesced);
-	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x\n",
+	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x cancel_busy %llu\n",
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
-		   READ_ONCE(dev->features));
+		   READ_ONCE(dev->features), sum.cancel_busy);
 	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu\n",
 		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised);
 	seq_printf(m, "queues %u\n", n);

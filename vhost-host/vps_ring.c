@@ -605,6 +605,20 @@ static bool vps_handle_desc(struct vps_queue *q,
 		vps_complete_now(dev, req);
 		return true;
 	}
+	/*
+	 * A discard runs synchronously (vps_scsi_extra_weight()): run here,
+	 * in the abort or reset that consumes the whole ring, a ring of them
+	 * would hold the guest's vCPU in its abort for as long as they all
+	 * take.  The target is busy with a task management function: BUSY,
+	 * and the guest sends the discard again.
+	 */
+	if (dev->cancel.on && vps_scsi_extra_weight(d->cdb)) {
+		req->host_status = BTSTAT_SUCCESS;
+		req->scsi_status = SAM_STAT_BUSY;
+		vps_count(dev, cancel_busy);
+		vps_complete_now(dev, req);
+		return true;
+	}
 
 	/*
 	 * The context is the guest's cookie, echoed back.  Zero is legal:
@@ -792,8 +806,12 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 		}
 		if (!vps_handle_desc(q, &d))
 			return true;	/* no memory: retry the same slot */
-		/* what it weighs beyond one (d is our copy: read once) */
-		budget -= min(budget, vps_scsi_extra_weight(d.cdb));
+		/*
+		 * what it weighs beyond one (d is our copy: read once); none
+		 * while cancelling, which runs no discard
+		 */
+		if (!dev->cancel.on)
+			budget -= min(budget, vps_scsi_extra_weight(d.cdb));
 		q->req_cons++;
 		if (vps_rs_put(dev, q->req_cons_idx, q->req_cons)) {
 			vps_break(dev, "rings state unwritable");
@@ -1394,8 +1412,9 @@ u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
 /*
  * A reset or an abort also covers what the guest posted and we have not
  * consumed yet (a doorbell that the reset's quiesce swallowed, or one the
- * guest skipped): consume the ring now, completing the cancelled requests
- * unexecuted and starting the rest.  The caller posts the call.  Returns
+ * guest skipped): consume the ring now, all of it, completing the
+ * cancelled requests unexecuted, answering BUSY to discards (each would
+ * run here, synchronously) and starting the rest.  The caller posts the call.  Returns
  * how many were cancelled.  vmw_pvscsi reaps the completion ring right
  * after the command and from then on treats the commands as done (its
  * error handler retries them): one consumed later would complete a
