@@ -21,7 +21,8 @@
 # the bus and the adapter in a loop under the same load.  The guest
 # judges its data (every round verified, the last ones read back again)
 # and its log; at the end nothing is open in the module, it unloads, and
-# the host VM's log has no report.  Each migration's total time and
+# the host VM's log has no report.  Every source took requests of the
+# guest's while it ran: the load spanned every migration.  Each migration's total time and
 # downtime are printed.  MQ=N (test_migrate_03): the adapter has
 # num-queues=N and the guest N vCPUs, a writer on each: pvscsi_mq's
 # queues travel with the device state and go on working.
@@ -98,7 +99,7 @@ field() {
 # migrate LABEL: move the guest from QEMU $cur to a new one; sets cur
 requests=0
 migrate() {
-	local l=$1 next src a st ans
+	local l=$1 next src a st ans took
 	n=$((n + 1))
 	next=$drv-q$n
 	src=$(vps_inner_pid "$drv")
@@ -121,6 +122,10 @@ migrate() {
 		t_equal "$l/source-all-completed" "$(field "$a" completions)" "$(field "$a" requests)"
 		# the guest's resets reached this source while it ran it
 		case $l in reset-*) t_check "$l/source-served-resets" test "$(field "$a" resets)" -gt 0 ;; esac
+		# the guest's load ran on this source: it took requests of its
+		# own (the first's also count the firmware's probe)
+		if [ "$n" = 1 ]; then took=$(cons_all "$a"); else took=$(field "$a" requests); fi
+		t_check "$l/source-took-io" test "$took" -gt 0
 		requests=$((requests + $(field "$a" requests)))
 		# the firmware's commands (SeaBIOS probes the adapter) went
 		# before the guest's driver set the rings up from index 0

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 81
-# checks-gate: 53
+# checks: 91
+# checks-gate: 56
 #
 # Live migration of a KVM guest with in-tree vmw_pvscsi on -device
 # vhost-pvscsi, 10 times in a row (3 in the gate) under a verified write

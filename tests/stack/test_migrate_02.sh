@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 83
-# checks-gate: 55
+# checks: 93
+# checks-gate: 58
 #
 # Live migration of a KVM guest with our pvscsi_mq on -device
 # vhost-pvscsi, 10 times in a row (3 in the gate) under a verified write

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
-# checks: 85
+# checks: 95
 #
 # Live migration with the multi-queue extension: pvscsi_mq on two vCPUs
 # and -device vhost-pvscsi,num-queues=2, a writer per vCPU, 10
