@@ -1414,8 +1414,8 @@ u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
  * consumed yet (a doorbell that the reset's quiesce swallowed, or one the
  * guest skipped): consume the ring now, all of it, completing the
  * cancelled requests unexecuted, answering BUSY to discards (each would
- * run here, synchronously) and starting the rest.  The caller posts the call.  Returns
- * how many were cancelled.  vmw_pvscsi reaps the completion ring right
+ * run here, synchronously) and starting the rest.  The caller posts the
+ * call.  Returns how many were cancelled.  vmw_pvscsi reaps the completion ring right
  * after the command and from then on treats the commands as done (its
  * error handler retries them): one consumed later would complete a
  * retried command a second time.

@@ -65,6 +65,7 @@
 #include "vhost_pvscsi.h"
 #include "vps_sim.h"
 
+#define SCSI_BUSY	0x08		/* SAM status BUSY */
 #define GPA_BASE	0x100000000ull	/* guest RAM starts at 4 GiB */
 #define RAM_SIZE	(64u << 20)
 #define PG		4096u
@@ -2918,6 +2919,23 @@ static int split_cpus(void)
 #define POLL_US "20000"
 
 /*
+ * One request as a guest at queue depth 1 sends it: the doorbell only
+ * when the threshold asks for it, then its completion spun for; 1 when it
+ * completed good
+ */
+static int poll_one(const struct cmd *c, int i)
+{
+	uint64_t ctx = next_ctx++;
+	struct result r;
+
+	put_req(c, ctx, i % 64);
+	if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
+	    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
+		kick();
+	return get_cmps_how(&r, 1, 5000, true) == 1 && r.context == ctx && good(&r);
+}
+
+/*
  * An ioctl does not wait for a poll: right after a completion the worker
  * polls the ring for up to POLL_US with its queue's lock held, and an
  * ABORT then (for a context that is not there: the wait is what counts)
@@ -2942,15 +2960,9 @@ static double poll_abort_wait(const struct cmd *c)
 	int i;
 
 	for (i = 0; i < POLL_ABORTS; i++) {
-		uint64_t ctx = next_ctx++;
-		struct result r;
 		int e, err;
 
-		put_req(c, ctx, i % 64);
-		if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
-		    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
-			kick();
-		if (get_cmps_how(&r, 1, 5000, true) != 1 || r.context != ctx || !good(&r))
+		if (!poll_one(c, i))
 			return -1;
 		a.context = next_ctx + 1000;
 		t0 = now();
@@ -2990,15 +3002,7 @@ static int do_poll(const char *disk)
 #define POLL_WANT 20
 #define POLL_MAX 2000
 	for (i = 0; i < POLL_MAX && !bad && p1 - p0 < POLL_WANT; i++) {
-		uint64_t a = next_ctx++;
-		struct result r;
-
-		put_req(&c, a, i % 64);
-		if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
-		    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
-			kick();
-		if (get_cmps_how(&r, 1, 5000, true) != 1 || r.context != a || !good(&r))
-			bad = 1;
+		bad = !poll_one(&c, i);
 		if (i % 50 == 49)
 			p1 = adapter_field("polled");
 	}
@@ -4469,7 +4473,7 @@ static int do_discard_abort(const char *disk, double bound_ms)
 	for (i = 0; i < got; i++) {
 		if (res[i].context == tur)
 			tur_ok += res[i].host == BTSTAT_ABORTQUEUE;
-		else if (res[i].host == BTSTAT_SUCCESS && res[i].scsi == 0x08)
+		else if (res[i].host == BTSTAT_SUCCESS && res[i].scsi == SCSI_BUSY)
 			busy++;
 		else if (!good(&res[i]))
 			nok++;
