@@ -790,9 +790,13 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 			return true;
 		/*
 		 * Every completion must find room in the completion ring;
-		 * vps_round() comes back once completions free a slot.
+		 * vps_round() comes back once completions free a slot.  Not
+		 * while cancelling: an abort or reset that stopped here would
+		 * leave requests the guest counts as answered (the aborted
+		 * one too) for later.  Its completions wait in cmp_backlog,
+		 * bounded by what the request ring holds.
 		 */
-		if (q->nr_inflight >= cmp_entries) {
+		if (q->nr_inflight >= cmp_entries && !dev->cancel.on) {
 			q->cmp_stall = true;
 			return false;
 		}
@@ -1441,6 +1445,19 @@ u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 	}
 	vps_process_done(dev);
 	dev->cancel.on = false;
+	/*
+	 * What could not be posted waits for ring room: the worker looks
+	 * again each tick once it knows (it set backlog_wait only in its own
+	 * rounds, and an abort kicks no worker).
+	 */
+	for (i = 0; i < dev->nr_queues; i++) {
+		struct vps_queue *q = &dev->q[i];
+
+		if (!list_empty(&q->cmp_backlog)) {
+			WRITE_ONCE(q->backlog_wait, true);
+			vps_queue_wake(q);
+		}
+	}
 	return dev->cancel.hits;
 }
 

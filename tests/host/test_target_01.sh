@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612 61
-# checks: 408
+# checks: 426
 #
 # vhost_pvscsi.ko driven by tests/host/vps_test, which plays VMM and guest
 # over /dev/vhost-pvscsi.  Against a memory-backed null_blk (with discard),
@@ -17,7 +17,9 @@
 # an O_APPEND LUN refused at attach; a memory table or ring setup that
 # fails part-way leaves no half-set-up ring and a new setup works; two
 # resets at once with I/O in flight (each command completes once); a LUN
-# reset leaves the other LUN's completions alone; a SIGKILLed owner whose
+# reset leaves the other LUN's completions alone; an abort or a LUN reset
+# with the completion ring full and nothing reaped still consumes the whole
+# request ring, each command completing once; a SIGKILLed owner whose
 # fd another process holds lets go of the guest's RAM, its I/O and its
 # LUNs, and the fd refuses the owner's ioctls; then the same run with brd as the
 # disk; closing the fd with I/O in flight; null_blk made read-only on the

@@ -2060,6 +2060,72 @@ static void check_lun_reset_backlog(void)
 	new_rings(CMP_PAGES);
 }
 
+/*
+ * Regression: an abort or a device reset consumes the whole request ring
+ * even when what it consumes cannot complete into the completion ring yet.
+ * The guest fills its 128-entry completion ring and reaps nothing, then
+ * posts 200 TESTs UNIT READY (no doorbell) and aborts the last one, or
+ * resets the LUN.  Until 2026-12-06 the consume stopped where the worker
+ * does, at a completion ring's worth waiting for room: it left 72, the
+ * aborted one among them, for later; the abort answered ENOENT and the
+ * reset's cancelled requests completed GOOD after it.  And what an abort
+ * left waiting for room never came: only the worker's own rounds made it
+ * look again (a reset kicks the workers, an abort did not).  Every
+ * request must complete once, with the status the cancel gave it.
+ */
+static void check_cancel_full_cmp_ring(void)
+{
+	static struct result res[328];
+	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
+	uint32_t i, full = PVSCSI_CMP_DESCS_PER_PAGE, n = 200;
+
+	for (int round = 0; round < 2; round++) {
+		uint32_t got, dup, cons, bad = 0, cancelled = 0;
+		struct vps_abort a = { 0, 0, 0 };
+		uint64_t base, x;
+		int e, err, k;
+
+		tap(!new_rings(1), round ? "reset-full-cmp-ring-setup" :
+		    "abort-full-cmp-ring-setup", "%s", strerror(errno));
+		base = next_ctx;
+		for (i = 0; i < full; i++)
+			put_req(&c, next_ctx++, i % 64);
+		kick();
+		for (k = 0; k < 300 && rs->cmp_prod_idx != full; k++)
+			usleep(10000);
+		for (i = 0; i < n; i++)
+			put_req(&c, next_ctx++, i % 64);
+		a.context = next_ctx - 1;
+		e = round ? reset(VPS_RESET_DEVICE, 0, 0) : ioctl(vfd, VPS_ABORT, &a);
+		err = e ? errno : 0;
+		cons = __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE);
+		tap(!e && k < 300 && cons == req_prod,
+		    round ? "reset-consumes-past-full-cmp-ring" :
+		    "abort-consumes-past-full-cmp-ring",
+		    "%s; %u of %u consumed, completion ring %s",
+		    err ? strerror(err) : "answered 0",
+		    cons - full, n, k < 300 ? "full" : "never filled");
+		got = collect(res, full + n, 3000);
+		dup = count_dups(res, got, base, full + n);
+		for (i = 0; i < got; i++) {
+			x = res[i].context - base;
+			if (x >= full && (round || x == full + n - 1))
+				cancelled += res[i].host == (round ? BTSTAT_BUSRESET :
+							     BTSTAT_ABORTQUEUE);
+			else if (!good(&res[i]))
+				bad++;
+		}
+		kick();
+		tap(got == full + n && !dup && !bad &&
+		    cancelled == (round ? n : 1) && get_cmps(res, 1, 100) == 0,
+		    round ? "reset-full-cmp-ring-completes-once" :
+		    "abort-full-cmp-ring-completes-once",
+		    "got %u/%u dup %u wrong status %u cancelled %u", got,
+		    full + n, dup, bad, cancelled);
+	}
+	new_rings(CMP_PAGES);
+}
+
 struct resetter {
 	pthread_t thread;
 	uint32_t lun;		/* the LUN of target 0 its device resets hit */
@@ -2370,6 +2436,7 @@ static int do_check(const char *disk, const char *file, const char *ro)
 	check_inflight();
 	check_concurrent_resets();
 	check_lun_reset_backlog();
+	check_cancel_full_cmp_ring();
 	check_small_cmp_ring();
 	check_hostile();
 	check_remap_failure();
