@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 11
+# checks: 12
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives
@@ -16,7 +16,9 @@
 # once, and the polling worker takes at least 20 of them with no
 # doorbell; an ioctl (VPS_ABORT) issued while the worker polls waits a
 # few milliseconds, not the poll's 20 (the worker yields to the control
-# path); poll_us is 0 again afterwards, and the module unloads.
+# path); a thread issuing ioctls back to back does not starve the worker
+# (50 doorbelled requests within 10 s); poll_us is 0 again afterwards, and
+# the module unloads.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk
