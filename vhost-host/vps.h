@@ -230,7 +230,11 @@ struct vps_queue {
 	wait_queue_head_t io_wait;		/* io_pending reaching 0 */
 	/* consumed and not yet completed (one on cmp_backlog is there) */
 	struct list_head inflight;
-	/* completions wait for ring room: look again soon; read unlocked */
+	/*
+	 * [Q] completions wait for ring room: look again soon.  Set when one
+	 * joins the backlog (vps_finish()), recomputed at each round's end;
+	 * read unlocked.
+	 */
 	bool backlog_wait;
 	/* test hook (debugfs stale_completions): a context to post again */
 	bool stale_armed;

@@ -336,6 +336,15 @@ static bool vps_finish(struct vps_dev *dev, struct vps_req *req)
 	}
 	if (!list_empty(&q->cmp_backlog) || !vps_post(dev, req)) {
 		list_move_tail(&req->node, &q->cmp_backlog);
+		/*
+		 * The worker looks for room each tick from now on: tell it,
+		 * as it may be asleep for good (a completion the control
+		 * path posts, an abort's: nothing else wakes it).
+		 */
+		if (!q->backlog_wait) {
+			WRITE_ONCE(q->backlog_wait, true);
+			vps_queue_wake(q);
+		}
 		return false;
 	}
 	vps_req_free(dev, req);
@@ -1419,10 +1428,10 @@ u32 vps_mark_aborted(struct vps_dev *dev, u16 status,
  * guest skipped): consume the ring now, all of it, completing the
  * cancelled requests unexecuted, answering BUSY to discards (each would
  * run here, synchronously) and starting the rest.  The caller posts the
- * call.  Returns how many were cancelled.  vmw_pvscsi reaps the completion ring right
- * after the command and from then on treats the commands as done (its
- * error handler retries them): one consumed later would complete a
- * retried command a second time.
+ * call.  Returns how many were cancelled.  vmw_pvscsi reaps the
+ * completion ring right after the command and from then on treats the
+ * commands as done (its error handler retries them): one consumed later
+ * would complete a retried command a second time.
  */
 u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 			   const struct vps_scope *s)
@@ -1445,19 +1454,6 @@ u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 	}
 	vps_process_done(dev);
 	dev->cancel.on = false;
-	/*
-	 * What could not be posted waits for ring room: the worker looks
-	 * again each tick once it knows (it set backlog_wait only in its own
-	 * rounds, and an abort kicks no worker).
-	 */
-	for (i = 0; i < dev->nr_queues; i++) {
-		struct vps_queue *q = &dev->q[i];
-
-		if (!list_empty(&q->cmp_backlog)) {
-			WRITE_ONCE(q->backlog_wait, true);
-			vps_queue_wake(q);
-		}
-	}
 	return dev->cancel.hits;
 }
 
