@@ -3075,22 +3075,16 @@ static void *storm_fn(void *arg)
 	return NULL;
 }
 
-/* @n TEST UNIT READYs, each doorbelled and waited for; how many came */
+/* @n TESTs UNIT READY, each run() (doorbelled, waited for) until @until */
 static int tur_kicked(int n, double until)
 {
 	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
 	struct result r;
 	int i;
 
-	for (i = 0; i < n && now() < until; i++) {
-		uint64_t ctx = next_ctx++;
-		int ms = (int)((until - now()) * 1000) + 1;
-
-		put_req(&c, ctx, i % 64);
-		kick();
-		if (get_cmps(&r, 1, ms) != 1 || r.context != ctx || !good(&r))
+	for (i = 0; i < n && now() < until; i++)
+		if (run(&c, &r) || !good(&r))
 			break;
-	}
 	return i;
 }
 
