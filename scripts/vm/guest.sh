@@ -243,6 +243,10 @@ vps_inner_start() {
 	# its monitor, for vps_inner_threads (where its vCPU is)
 	rm -f "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
 	mkfifo "/tmp/$_n.mon.in" "/tmp/$_n.mon.out"
+	# the answers to its marks (vps_mark); a migration's destination
+	# shares its source's
+	[ "$_inst" != 1 ] || rm -f "/tmp/$_n.ack.in" "/tmp/$_n.ack.out"
+	[ -p "/tmp/$_n.ack.in" ] || mkfifo "/tmp/$_n.ack.in" "/tmp/$_n.ack.out"
 	echo "+ inner guest $_n (QEMU $_inst): $(vps_inner_accel) $*"
 	# The heartbeat tells a frozen guest (silent) from one whose I/O hangs.
 	# vps.hvc: the init writes its output and results to virtio consoles
@@ -265,9 +269,10 @@ vps_inner_start() {
 		-m "$_mem" $_ram -smp "${VPS_INNER_SMP:-1}" -nographic -nodefaults -no-reboot \
 		-chardev file,id=con,path="/tmp/$_n.console",append=on -serial chardev:con \
 		-chardev file,id=res,path="/tmp/$_n.results",append=on -serial chardev:res \
-		-device virtio-serial-pci,id=vser,ioeventfd=off,max_ports=2 \
+		-device virtio-serial-pci,id=vser,ioeventfd=off,max_ports=3 \
 		-chardev file,id=hcon,path="/tmp/$_n.console",append=on -device virtconsole,bus=vser.0,nr=0,chardev=hcon \
 		-chardev file,id=hres,path="/tmp/$_n.results",append=on -device virtconsole,bus=vser.0,nr=1,chardev=hres \
+		-chardev pipe,id=vps_ack,path="/tmp/$_n.ack" -device virtserialport,bus=vser.0,nr=2,chardev=vps_ack,name=vps.ack \
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-name "$_n,debug-threads=on" -chardev pipe,id=vps_imon,path="/tmp/$_n.mon" -mon chardev=vps_imon,mode=readline \
 		"$@" \
@@ -442,6 +447,59 @@ vps_inner_wait_console() {
 # reversed every other round) and read ours-mq's counters around nothing
 vps_inner_wait_mark() {
 	vps_inner_wait_console "$1" "VPS-MARK $2([^[:alnum:]_.-]|\$)" "$3"
+}
+
+# A mark the host VM answers.  vps_mark MARK [SECONDS] (in an inner
+# guest) prints "VPS-MARK MARK" and waits, up to SECONDS (120), until the
+# host VM has done what the mark asks of it (armed a hook of the module,
+# read a counter) and said so with vps_inner_ack NAME MARK; no answer
+# fails check mark-MARK (and returns non-zero).  A fixed sleep after the
+# mark stood in for the answer before: too long for most runs (41 s of
+# test_stack_02 slept) and still a guess for a host VM slowed by the VMs
+# beside it.  The answer comes on a virtio serial port of its own,
+# "vps.ack" (vps_inner_start), opened before the mark is printed: the
+# guest's driver drops what comes to a port nobody holds open, and QEMU
+# keeps what the host VM writes until the guest has opened it.  Answers
+# to other marks (one that came after its guest gave up) are skipped.
+_vps_ack_port() {
+	for _mk_f in /sys/class/virtio-ports/*/name; do
+		[ "$(cat "$_mk_f" 2>/dev/null)" = vps.ack ] || continue
+		_mk_port=${_mk_f%/name}
+		_mk_port=/dev/${_mk_port##*/}
+		[ -r "$_mk_port" ] && return 0
+	done
+	return 1
+}
+vps_mark() {
+	_mk_port=
+	# (a port comes up a little after the kernel starts /init; and a
+	# redirection of exec that fails ends a script: the test first)
+	if ! vps_wait 10 _vps_ack_port || ! _vps_ack_port; then
+		echo "VPS-MARK $1"
+		t_fail "mark-$1" "no vps.ack port to hear the host VM's answer on"
+		return 1
+	fi
+	exec 8< "$_mk_port"
+	echo "VPS-MARK $1"
+	_mk_end=$(( $(cut -d. -f1 /proc/uptime) + ${2:-120} ))
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt "$_mk_end" ]; do
+		if read -t 5 -r _mk_a <&8; then
+			[ "$_mk_a" != "$1" ] || { exec 8<&-; return 0; }
+		else
+			# (at once when the port reads end-of-file)
+			sleep 1
+		fi
+	done
+	exec 8<&-
+	t_fail "mark-$1" "no answer from the host VM in ${2:-120} s"
+	return 1
+}
+
+# vps_inner_ack NAME MARK: answer inner guest NAME's vps_mark MARK.  The
+# fifo opened read-write: the write never blocks, even when that QEMU is
+# gone (nothing then reads it)
+vps_inner_ack() {
+	echo "$2" 1<> "/tmp/$1.ack.in"
 }
 
 # vps_inner_wait NAME [EXPECT]: wait for the inner guest, relay its checks

@@ -3,7 +3,9 @@
 # Inner-guest half of tests/stack/stack_io.sh (test_stack_01, _02): runs inside a KVM guest
 # whose PVSCSI adapter is -device vhost-pvscsi.  DRV (vmw_pvscsi or
 # pvscsi_mq) is prepended by the test.  Console lines "VPS-MARK <what>"
-# ask the host VM to act (hotplug through the inner QEMU's monitor).
+# ask the host VM to act (hotplug through the inner QEMU's monitor); at a
+# vps_mark the guest waits for the host VM's answer that it has (arming
+# a hook of the module, reading a counter).
 if [ "$DRV" = pvscsi_mq ]; then
 	t_check load-pvscsi_mq vps_load pvscsi_mq
 fi
@@ -24,11 +26,9 @@ t_check fio-verify-only fio --name=w --filename=/dev/sda --rw=randwrite --iodept
 # UNMAP: 8 MiB written then discarded reads back as zeroes; the host VM
 # checks that the backing file lost those blocks
 dd if=/dev/urandom of=/dev/sda bs=1M seek=64 count=8 oflag=direct 2>/dev/null
-echo "VPS-MARK pre-discard"
-sleep 3
+vps_mark pre-discard
 t_check blkdiscard blkdiscard -o $((64 << 20)) -l $((8 << 20)) /dev/sda
-echo "VPS-MARK post-discard"
-sleep 3
+vps_mark post-discard
 dd if=/dev/sda of=/tmp/discarded bs=1M skip=64 count=8 iflag=direct 2>/dev/null
 t_equal discard-read-size "$(wc -c < /tmp/discarded)" $((8 << 20))
 t_equal discard-reads-zero "$(tr -d '\000' < /tmp/discarded | wc -c)" 0
@@ -67,8 +67,7 @@ t_equal hotplug-bg-io "$?" 0
 # on this mark): pvscsi_mq reads COMMAND_STATUS and fails the reset;
 # vmw_pvscsi does not read it (-N: no escalation to a bus reset).  The
 # next reset goes through.
-echo "VPS-MARK reset-fault"
-sleep 8
+vps_mark reset-fault
 if [ "$DRV" = pvscsi_mq ]; then
 	t_check_fails device-reset-refused sg_reset -N -d /dev/sda
 else
@@ -93,8 +92,7 @@ if [ "$DRV" = pvscsi_mq ]; then
 	# the module's fail_once hook): the reset fails instead of reporting
 	# success over an adapter without rings, a command fails at once
 	# instead of waiting for a timeout, and the next reset recovers.
-	echo "VPS-MARK setup-fault"
-	sleep 8
+	vps_mark setup-fault
 	t_check_fails host-reset-setup-refused sg_reset -N -H /dev/sda
 	t_check_fails io-fails-without-rings timeout 20 dd if=/dev/sda of=/dev/null bs=4k count=1 iflag=direct
 	t_check host-reset-recovers sg_reset -N -H /dev/sda
@@ -110,8 +108,7 @@ if [ "$DRV" = pvscsi_mq ]; then
 	# came): a wrong completion would also show as a verify failure.
 	t_check stale-fio-write fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --do_verify=0 $v
 	b0=$(cat "$st/bogus_completions")
-	echo "VPS-MARK stale-completions"
-	sleep 8
+	vps_mark stale-completions
 	t_check stale-fio-verify vps_run_until_grown "$st/bogus_completions" "$b0" 10 \
 		fio --name=s --filename=/dev/sda --rw=randwrite --iodepth=32 --size=32M --offset=64M --verify_only=1 $v
 	t_equal stale-completions-refused "$(( $(cat "$st/bogus_completions") - b0 ))" 10
@@ -133,8 +130,7 @@ if [ "$DRV" = pvscsi_mq ]; then
 			--direct=1 --ioengine=libaio --size=64M --offset=64M --output-format=terse --minimal
 		t_equal "$1-no-aborts" "$(cat "$st/aborts")" "$a0"
 	}
-	echo "VPS-MARK doorbell-stress"
-	sleep 8
+	vps_mark doorbell-stress
 	burst_stress doorbell-stress 4 300 20
 	echo "VPS-MARK doorbell-stress-done"
 
@@ -151,8 +147,7 @@ if [ "$DRV" = pvscsi_mq ]; then
 	c0=$(cat "$st/completions")
 	k0=$(cat "$st/kicks_rw")
 	s0=$(cat "$st/kicks_skipped")
-	echo "VPS-MARK event-stress"
-	sleep 3
+	vps_mark event-stress
 	burst_stress event-stress 32 500 15
 	echo "# event index: $(( $(cat "$st/interrupts") - i0 )) interrupts for $(( $(cat "$st/completions") - c0 )) completions"
 	# Requests queued while the device's worker has yet to run share the

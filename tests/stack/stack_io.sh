@@ -43,10 +43,13 @@ mon() { echo "$1" > "/tmp/mon-$2.in"; sleep 1; }
 # mark WHAT SECONDS: wait for $drv's inner guest to print "VPS-MARK WHAT";
 # once one never came ($stuck), the later ones are not waited for
 mark() {
-	[ -z "$stuck" ] && vps_inner_wait_console "$drv" "VPS-MARK $1" "$2" && return 0
+	[ -z "$stuck" ] && vps_inner_wait_mark "$drv" "$1" "$2" && return 0
 	stuck=${stuck:-$1}
 	return 1
 }
+# ack WHAT: the host VM has done what mark WHAT asked; the inner guest,
+# waiting in vps_mark, goes on
+ack() { vps_inner_ack "$drv" "$1"; }
 # one_drv DRV: DRV's inner guest, its LUNs and the host's side of its
 # checks
 one_drv() {
@@ -69,8 +72,9 @@ one_drv() {
 	# fails the check too: unreported, it would vanish from the run; and
 	# the stuck guest is looked at (vps_inner_stuck) at reached-kill-point,
 	# which names this check as failed for the same freeze.
-	if mark pre-discard 240 && { before=$(stat -c %b "$lun0"); mark post-discard 60; }; then
+	if mark pre-discard 240 && { before=$(stat -c %b "$lun0"); ack pre-discard; mark post-discard 60; }; then
 		after=$(stat -c %b "$lun0")
+		ack post-discard
 		if [ $(( (before - after) * 512 )) -ge $((7 << 20)) ]; then
 			t_ok "$drv/unmap-punched-holes"
 		else
@@ -101,6 +105,7 @@ one_drv() {
 	# the reset in the guest (inner_io.sh)
 	if mark reset-fault 240; then
 		echo reset_device > /sys/kernel/debug/vhost_pvscsi/fail_once
+		ack reset-fault
 		mark reset-fault-done 60 &&
 			t_match "$drv/reset-refused-traced" "$(grep -a 'vhost_pvscsi_ioctl_error' "/tmp/$drv.qemu" | tail -3 | tr '\n' ' ')" \
 				'RESET device: -5'
@@ -108,9 +113,11 @@ one_drv() {
 	if [ "$drv" = pvscsi_mq ]; then
 		if mark setup-fault 240; then
 			echo setup_rings > /sys/kernel/debug/vhost_pvscsi/fail_once
+			ack setup-fault
 		fi
 		if mark stale-completions 240; then
 			echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
+			ack stale-completions
 			mark stale-completions-done 240 &&
 				t_equal "$drv/stale-completions-posted" \
 					"$(awk '/stale_posted/ {print $4}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 10
@@ -119,6 +126,7 @@ one_drv() {
 		if mark doorbell-stress 240; then
 			u0=$(awk '/^aborts/ {print $8}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)
 			echo 2000 > /sys/kernel/debug/vhost_pvscsi/recheck_ms
+			ack doorbell-stress
 			mark doorbell-stress-done 240 &&
 				t_equal "$drv/doorbell-stress-unkicked" \
 					"$(awk '/^aborts/ {print $8 - '"$u0"'}' /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-*)" 0
@@ -128,11 +136,13 @@ one_drv() {
 			a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
 			e0=$(awk '/^bounced/ {print $6}' "$a")
 			k0=$(awk '/^kicks/ {print $6, $8, $2, $4}' "$a")
-			# read now, while the guest's stress runs: right after
-			# its end mark it unbinds the driver, whose ADAPTER_RESET
-			# turns the features off (CI read 0x0 there once)
+			# read now, before the stress our answer starts: right
+			# after its end mark the guest unbinds the driver, whose
+			# ADAPTER_RESET turns the features off (CI read 0x0
+			# there once)
 			f0=$(awk '/^bounced/ {print $8}' "$a")
 			b0=$(awk '/^batch_on/ {print $6, $8}' "$a")
+			ack event-stress
 			if mark event-stress-done 240; then
 				# Every doorbell of the stress, rung through the
 				# inner KVM's ioeventfd, raised the request

@@ -71,9 +71,8 @@ t_check fio-verify-two-queues fio --name=t --filename=/dev/sda --rw=randwrite --
 i1=$(irqs)
 echo "# vector interrupts before: $i0 after: $i1"
 t_match both-vectors-interrupted "$(echo $i0 $i1 | awk '{print ($3 > $1) " " ($4 > $2)}')" '^1 1$'
-echo "VPS-MARK queues-used"
-# the host VM reads the adapter's queues meanwhile
-sleep 5
+# the host VM reads the adapter's queues
+vps_mark queues-used
 # a host reset: both queues are set up again and carry I/O after it
 t_check host-reset sg_reset -H /dev/sda
 t_equal host-resets "$(cat "$h/host_resets")" 1
@@ -92,19 +91,16 @@ p1=$(cat "$h/polled")
 echo "# polled completions before: $p0 after: $p1"
 t_check polled-reaped test "$p1" -ge $((p0 + 2048))
 t_equal aborts-after-polled "$(cat "$h/aborts")" 0
-echo "VPS-MARK polled-done"
-sleep 5
+vps_mark polled-done
 # stale completions on two queues from two vCPUs (the host VM arms the
 # module's hook; a wrongly claimed one fails its command, and fio)
 b0=$(cat "$h/bogus_completions")
-echo "VPS-MARK stale"
-sleep 6
+vps_mark stale
 t_check stale-fio-verify vps_run_until_grown "$h/bogus_completions" "$b0" 10 \
 	fio --name=s --filename=/dev/sda --rw=randwrite --do_verify=1 $v
 t_equal stale-refused "$(( $(cat "$h/bogus_completions") - b0 ))" 10
 t_equal aborts-after-stale "$(cat "$h/aborts")" 0
-echo "VPS-MARK stale-done"
-sleep 5
+vps_mark stale-done
 INNER
 vm_initramfs "$work/inner.cpio" "$work/inner.sh"
 cat > "$work/inner2.sh" <<'INNER'
@@ -144,14 +140,12 @@ sq not-offered 4 $M 1 1 $far
 sq ring-too-big 1 $M 64 1 $far
 sq no-pages 1 $M 0 1 $far
 sq page-outside-ram 1 $M 1 1 $far
-echo "VPS-MARK poked"
+vps_mark poked
 t_equal queues-after "$(cat "$h/queues")" 1
 t_check fio-verify-after fio --name=t --filename=/dev/sda --rw=randwrite --do_verify=1 \
 	--direct=1 --ioengine=libaio --bs=4k --iodepth=16 --size=16M \
 	--verify=crc32c --verify_fatal=1 --output-format=terse --minimal
 t_equal aborts "$(cat "$h/aborts")" 0
-echo "VPS-MARK checked"
-sleep 5
 INNER
 vm_initramfs "$work/inner2.cpio" "$work/inner2.sh"
 
@@ -179,7 +173,7 @@ VPS_INNER_SMP=2 VPS_INNER_MEM=512 vps_inner_start mq /inner/vmlinuz /inner/mq.cp
 pid=$(vps_inner_pid mq)
 # q FIELD N: queue N's FIELD in the adapter's debugfs file
 q() { awk -v f="$1" -v n="$2" '$1 == "queue" && $2 == n {for (i = 3; i < NF; i++) if ($i == f) print $(i + 1)}' "$a"; }
-if vps_inner_wait_console mq 'VPS-MARK queues-used' 300; then
+if vps_inner_wait_mark mq queues-used 300; then
 	a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
 	cat "$a"
 	t_match adapter-queues "$(grep '^queues' "$a")" '^queues 3$'
@@ -195,19 +189,23 @@ if vps_inner_wait_console mq 'VPS-MARK queues-used' 300; then
 		case "$(cat "/proc/$pid/task/$t/comm" 2>/dev/null)" in vhost-pvscsi-*) n=$((n + 1)) ;; esac
 	done
 	t_equal queue-worker-tids "$n $(echo $w | tr ' ' '\n' | sort -u | wc -l)" "3 3"
+	vps_inner_ack mq queues-used
 fi
-if vps_inner_wait_console mq 'VPS-MARK polled-done' 300; then
+if vps_inner_wait_mark mq polled-done 300; then
 	cat "$a"
 	# fio's 2048 writes, its reads to verify them: all on the poll queue
 	t_check poll-queue-requests test "$(q reqs 2)" -ge 4096
 	t_check poll-queue-doorbells test "$(q doorbells 2)" -gt 0
 	t_equal poll-queue-no-interrupt "$(q irqs 2)" 0
+	vps_inner_ack mq polled-done
 fi
-if vps_inner_wait_console mq 'VPS-MARK stale' 300; then
+if vps_inner_wait_mark mq stale 300; then
 	echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
-	vps_inner_wait_console mq 'VPS-MARK stale-done' 300 &&
+	vps_inner_ack mq stale
+	vps_inner_wait_mark mq stale-done 300 &&
 		t_equal stale-posted "$(awk '/stale_posted/ {print $4}' "$a")" 10
 	echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
+	vps_inner_ack mq stale-done
 fi
 vps_inner_wait mq
 VPS_INNER_APPEND=iomem=relaxed VPS_INNER_MEM=512 vps_inner_start mq2 /inner/vmlinuz /inner/mq2.cpio 600 \
@@ -226,6 +224,7 @@ if vps_inner_wait_mark mq2 poked 300; then
 	# the page outside RAM: the module's EFAULT
 	t_equal mq2-refusals-efault "$(echo "$tr" | grep -c 'queue 1: -14$')" 1
 	t_equal mq2-module-refusals "$(grep -ac 'vhost_pvscsi_ioctl_error SETUP_QUEUE' "/tmp/mq2.qemu")" 2
+	vps_inner_ack mq2 poked
 fi
 vps_inner_wait mq2
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
