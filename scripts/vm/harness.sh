@@ -554,7 +554,11 @@ _vm_frozen_emu() { # dir, QEMU pid
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect(sys.argv[1])
 s.sendall(b"nmi\n"); time.sleep(1)' "$dir/hmp.sock" 2>/dev/null
-	sleep 15
+	# up to 15 s (a console that speaks ends the wait)
+	for _ in $(seq 30); do
+		[ "$(stat -c %Y "$dir/console.log")" -le "$t0" ] || break
+		sleep 0.5
+	done
 	if [ "$(stat -c %Y "$dir/console.log")" -gt "$t0" ]; then
 		echo "emu: after an NMI the console spoke again: $(tail -c 300 "$dir/console.log" | tr -d '\r' | tail -2 | tr '\n' '|')"
 	else

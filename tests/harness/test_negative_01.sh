@@ -41,7 +41,7 @@ t_ok before-panic
 echo c > /proc/sysrq-trigger
 GUEST
 
-VM_TIMEOUT=20
+VM_TIMEOUT=12
 expect_fail hang 'not ok neg-hang/vm: timeout' <<'GUEST'
 t_ok before-hang
 sleep 600
@@ -125,7 +125,7 @@ freeze_emu_ok() {
 		grep -q '^lapic: ' "$1" &&
 		grep -q '^emu: after an NMI the console spoke again' "$1"
 }
-r=$(VPS_HEARTBEAT_DEAD=20 nested_case freeze-emu <<'GUEST'
+r=$(VPS_HEARTBEAT_DEAD=15 nested_case freeze-emu <<'GUEST'
 t_ok before
 kill "$(cat /tmp/.vps-heartbeat.pid)"
 sleep 600
