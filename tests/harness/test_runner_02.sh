@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 17
+# checks: 22
 #
 # tests/run's limits, on fake tests that boot nothing:
 # - a test that reports fewer checks than its "# checks: N" line fails,
@@ -14,7 +14,10 @@
 #   is killed, the tests not started are reported "not run", the summary
 #   line is still printed and the exit status is non-zero;
 # - --tier gate runs only the kernels of a test's "# gate:" line, and
-#   holds a test to its "# checks-gate:" count there only.
+#   holds a test to its "# checks-gate:" count there only;
+# - with its slots full, a job recorded as light (its CPU over its time)
+#   starts beside them when the recorded shares fit the cores, and one
+#   beside jobs with no CPU recorded waits.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 w=$(mktemp -d /tmp/vps-runner2-XXXXXX)
 trap 'pkill -f "vps-runner2-sleeper-$$" 2>/dev/null; rm -rf "$w"' EXIT
@@ -123,3 +126,44 @@ sed -i 's/^\[ "$VPS_TIER" = gate \] ||.*/true/' "$w/test_less_01.sh"
 VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 1 --tier full "$rel/test_less_01.sh" > "$w/out7" 2>&1
 sed 's/^/# /' "$w/out7"
 check full-count-enforced grep -q 'test_less_01.sh \[612\]: reported 1 checks, declares at least 3' "$w/out7"
+
+# --- a light job beside full slots (the CPU shares of the times file) ---
+# Two "heavy" tests fill -j 2; a third recorded at 20% of a core starts
+# beside them when they are recorded at 84% each (168 + 20 <= 200), and
+# waits for a slot when they have no CPU recorded (a whole core each).
+for x in a b; do
+	cat > "$w/test_heavy${x}_01.sh" <<EOF
+# kernels: 612
+# checks: 1
+date +%s.%N > "$w/start-heavy$x"
+sleep 6
+echo "VPS-RESULT ok fake/heavy"
+EOF
+done
+cat > "$w/test_light_01.sh" <<EOF
+# kernels: 612
+# checks: 1
+date +%s.%N > "$w/start-light"
+sleep 1
+echo "VPS-RESULT ok fake/light"
+EOF
+fill_run() { # output file, CPU of the heavy ones (empty: none recorded)
+	printf '%s\n' "$rel/test_heavya_01.sh 612 6 $2" "$rel/test_heavyb_01.sh 612 6 $2" \
+		"$rel/test_light_01.sh 612 5 1" > "$w/cache/test-times"
+	rm -f "$w"/start-*
+	VPS_CACHE=$w/cache VPS_LOGDIR=$w/logs "$TOP/tests/run" -j 2 \
+		"$rel/test_heavya_01.sh" "$rel/test_heavyb_01.sh" "$rel/test_light_01.sh" > "$1" 2>&1
+	sed 's/^/# /' "$1" >&2
+	# how long after the first heavy one the light one started
+	cat "$w/start-heavya" "$w/start-heavyb" "$w/start-light" |
+		awk 'NR < 3 && (!h || $1 < h) {h = $1} NR == 3 {printf "%d\n", $1 - h}'
+}
+late=$(fill_run "$w/out8" 5)
+echo "# light job started ${late}s after the heavy ones (their CPU recorded)"
+check fill-starts-light grep -q 'test_light_01.sh \[612\] starts beside 2 (CPU shares: running 168%, its own 20%)' "$w/out8"
+check fill-light-beside test "${late:-99}" -lt 4
+check fill-summary test "$(tail -1 "$w/out8")" = "3 passed, 0 failed"
+late=$(fill_run "$w/out9" "")
+echo "# light job started ${late}s after the heavy ones (no CPU recorded)"
+check fill-unknown-waits test "${late:-0}" -ge 5
+check fill-unknown-not-beside test -z "$(grep 'starts beside' "$w/out9")"
