@@ -20,7 +20,7 @@ kernel=$(vm_kernel_image)
 vm_reset
 vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard scsi_id
 if [ "$DRV" = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
-{ echo "DRV=$DRV"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$DRV.sh"
+{ echo "DRV=$DRV TIER=${VPS_TIER:-full}"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$DRV.sh"
 vm_initramfs "$work/inner-$DRV.cpio" "$work/inner-$DRV.sh"
 
 vm_reset
