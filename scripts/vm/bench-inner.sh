@@ -103,8 +103,9 @@ while [ "$r" -le "$ROUNDS" ]; do
 			for d in $order; do
 				s=$(disk "$d" "$k")
 				tag="r$r-$k-$job-$d"
-				echo "VPS-MARK start-$tag"
-				sleep 1
+				# the host VM reads its counters, then answers:
+				# the window holds the whole run and little else
+				vps_mark "start-$tag"
 				i0=$(irqs "$s")
 				e="--ioengine=libaio"
 				[ "$d" != ours-mqpoll ] || e="--ioengine=io_uring --hipri=1"
@@ -113,8 +114,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 					$a --size=64M --group_reporting --time_based --runtime="$SECS" \
 					--output-format=terse --terse-version=3)
 				i1=$(irqs "$s")
-				echo "VPS-MARK end-$tag"
-				sleep 1
+				vps_mark "end-$tag"
 				# terse v3: the read part from field 6, the write part 41
 				# fields later; io in KiB, IOPS, clat percentiles in us
 				# shellcheck disable=SC2046

@@ -20,15 +20,15 @@ drv=$(cat /sys/class/scsi_host/host*/proc_name | sort -u | head -1)
 irqs() { awk -v d="$drv" '$0 ~ d { s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; t += s } END { print t + 0 }' /proc/interrupts; }
 for job in $JOBS; do
 	qd=${job#qd}
-	echo "VPS-MARK start-$job"
-	sleep 2
+	# the host VM reads its counters, then answers: the window holds the
+	# whole run and little else
+	vps_mark "start-$job"
 	i0=$(irqs)
 	out=$(fio --name="$job" --filename="$disk" --direct=1 --ioengine=libaio \
 		--rw=randrw --rwmixread=70 --bs=4k --iodepth="$qd" --size=64M \
 		--time_based --runtime="$SECS" --output-format=terse --terse-version=3)
 	i1=$(irqs)
-	echo "VPS-MARK end-$job"
-	sleep 2
+	vps_mark "end-$job"
 	ios=$(echo "$out" | awk -F';' '{print $6 / 4 + $47 / 4}')
 	iops=$(echo "$out" | awk -F';' '{print $8 + $49}')
 	vps_report "job=$job ios=$ios iops=$iops guest_irqs=$((i1 - i0))"
