@@ -246,7 +246,6 @@ vps_inner_start() {
 	# the answers to its marks (vps_mark); a migration's destination
 	# shares its source's
 	[ "$_inst" != 1 ] || rm -f "/tmp/$_n.ack.in" "/tmp/$_n.ack.out"
-	[ -p "/tmp/$_n.ack.in" ] || mkfifo "/tmp/$_n.ack.in" "/tmp/$_n.ack.out"
 	echo "+ inner guest $_n (QEMU $_inst): $(vps_inner_accel) $*"
 	# The heartbeat tells a frozen guest (silent) from one whose I/O hangs.
 	# vps.hvc: the init writes its output and results to virtio consoles
@@ -272,7 +271,7 @@ vps_inner_start() {
 		-device virtio-serial-pci,id=vser,ioeventfd=off,max_ports=3 \
 		-chardev file,id=hcon,path="/tmp/$_n.console",append=on -device virtconsole,bus=vser.0,nr=0,chardev=hcon \
 		-chardev file,id=hres,path="/tmp/$_n.results",append=on -device virtconsole,bus=vser.0,nr=1,chardev=hres \
-		-chardev pipe,id=vps_ack,path="/tmp/$_n.ack" -device virtserialport,bus=vser.0,nr=2,chardev=vps_ack,name=vps.ack \
+		$(vps_ack_port "$_n") \
 		-device isa-debug-exit,iobase=0xf4,iosize=4 \
 		-name "$_n,debug-threads=on" -chardev pipe,id=vps_imon,path="/tmp/$_n.mon" -mon chardev=vps_imon,mode=readline \
 		"$@" \
@@ -474,7 +473,7 @@ vps_mark() {
 	_mk_port=
 	# (a port comes up a little after the kernel starts /init; and a
 	# redirection of exec that fails ends a script: the test first)
-	if ! vps_wait 10 _vps_ack_port || ! _vps_ack_port; then
+	if ! vps_wait 10 _vps_ack_port; then
 		echo "VPS-MARK $1"
 		t_fail "mark-$1" "no vps.ack port to hear the host VM's answer on"
 		return 1
@@ -493,6 +492,15 @@ vps_mark() {
 	exec 8<&-
 	t_fail "mark-$1" "no answer from the host VM in ${2:-120} s"
 	return 1
+}
+
+# vps_ack_port NAME: make the fifos NAME's answers go through (if not
+# there) and print the QEMU arguments of its "vps.ack" port, port 2 of
+# the virtio-serial device "vser" (vps_inner_start; tests/harness/
+# test_mark_01 in a VM of its own)
+vps_ack_port() {
+	[ -p "/tmp/$1.ack.in" ] || mkfifo "/tmp/$1.ack.in" "/tmp/$1.ack.out"
+	echo "-chardev pipe,id=vps_ack,path=/tmp/$1.ack -device virtserialport,bus=vser.0,nr=2,chardev=vps_ack,name=vps.ack"
 }
 
 # vps_inner_ack NAME MARK: answer inner guest NAME's vps_mark MARK.  The

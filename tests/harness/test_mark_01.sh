@@ -14,22 +14,22 @@
 # such marks before (test_stack_02: 41 s in all).
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
-w=$(mktemp -d /tmp/vps-mark-XXXXXX)
+# The port, its fifos and the answers are guest.sh's own (vps_ack_port,
+# vps_inner_ack), run here in busybox sh as in a host VM.
+n=vpsmark$$
 acker=
-trap '[ -z "$acker" ] || kill "$acker" 2>/dev/null; rm -rf "$w"' EXIT
-# what vps_inner_start gives an inner guest, and what vps_inner_ack writes
-mkfifo "$w/ack.in" "$w/ack.out"
+trap '[ -z "$acker" ] || kill "$acker" 2>/dev/null; rm -f /tmp/$n.ack.in /tmp/$n.ack.out' EXIT
+lib() { busybox sh -c ". '$VPS_TOP/scripts/vm/guest.sh'; $*"; }
 vm_modules virtio_pci virtio_console
-vm_qemu -device virtio-serial-pci,id=vser,max_ports=2 \
-	-chardev pipe,id=vps_ack,path="$w/ack" \
-	-device virtserialport,bus=vser.0,nr=1,chardev=vps_ack,name=vps.ack
+# shellcheck disable=SC2046
+vm_qemu -device virtio-serial-pci,id=vser,max_ports=3 $(lib vps_ack_port "$n")
 con=$VPS_LOGDIR/mark.$VM_KERNEL/console.log
 rm -rf "$VPS_LOGDIR/mark.$VM_KERNEL"
 (
 	until grep -aq '^VPS-MARK answered' "$con" 2>/dev/null; do sleep 0.2; done
 	sleep 3
-	echo other 1<> "$w/ack.in"
-	echo answered 1<> "$w/ack.in"
+	lib vps_inner_ack "$n" other
+	lib vps_inner_ack "$n" answered
 ) &
 acker=$!
 
