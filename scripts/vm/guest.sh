@@ -221,7 +221,7 @@ vps_inner_start() {
 	# KERNEL "-": no -kernel; the firmware boots a disk the arguments name
 	# (scripts/mkimage's images carry the command line below themselves).
 	# VPS_INNER_APPEND: more of the command line (stack/test_mq_01:
-	# iomem=relaxed, to write a bound adapter's registers with devmem)
+	# iomem=relaxed, to map a bound adapter's BAR and write its registers)
 	if [ "$_k" != - ]; then
 		set -- -kernel "$_k" -initrd "$_i" \
 			-append "console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr vps.heartbeat=10 vps.hvc${VPS_INNER_APPEND:+ $VPS_INNER_APPEND}" "$@"

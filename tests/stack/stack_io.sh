@@ -18,7 +18,7 @@ work=$(mktemp -d /tmp/vps-stack-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 kernel=$(vm_kernel_image)
 vm_reset
-vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard scsi_id
+vm_bins fio sg_inq sg_vpd sg_readcap sg_reset blkdiscard scsi_id "$VPS_TOP/tests/stack/vps_cmd"
 if [ "$DRV" = vmw_pvscsi ]; then vm_modules vmw_pvscsi sd_mod; else vm_ours pvscsi_mq; vm_modules sd_mod; fi
 { echo "DRV=$DRV TIER=${VPS_TIER:-full}"; cat "$(dirname "$0")/inner_io.sh"; } > "$work/inner-$DRV.sh"
 vm_initramfs "$work/inner-$DRV.cpio" "$work/inner-$DRV.sh"

@@ -29,19 +29,22 @@
 # refusal holds with two queues and two vCPUs.  QEMU refuses num-queues
 # out of 1..16.
 #
-# Then PVSCSI_CMD_EXT_SETUP_QUEUES from a hostile guest, through our QEMU
-# device to the module: a second guest, one vCPU, pvscsi_mq on
-# num-queues=4 (it takes one queue, three more are offered), writes
-# EXT_SETUP_QUEUES straight to the adapter's registers (devmem; its
-# kernel boots with iomem=relaxed so that a bound driver's BAR can be
-# written), each time with one mistake: a bad magic, queue 0, a queue out
-# of order, a queue beyond those offered, a request ring larger than the
-# device's limit (QEMU refuses these itself), a ring of 0 pages and a
-# ring page outside the guest's RAM (QEMU asks the module, which refuses:
-# EINVAL, EFAULT).  Each must read back COMMAND_STATUS -1, QEMU's trace
-# must show each refusal, and nothing may change: the module's adapter
-# still has one queue and the disk still writes and verifies.  At the end
-# the module unloads and no kernel log has a report.
+# Then PVSCSI_CMD_EXT_SETUP_QUEUES from a hostile guest, through our
+# QEMU device to the module: the same guest unloads pvscsi_mq and loads
+# it on one queue (queues=1; its probe's SETUP_RINGS must take the other
+# two away, in the module too), so two of the three offered are free,
+# then writes EXT_SETUP_QUEUES straight to the adapter's registers
+# (tests/stack/vps_cmd maps the BAR's sysfs resource0; its kernel boots
+# with iomem=relaxed so that a bound driver's BAR maps), each time with
+# one mistake: a bad magic, queue 0, a queue out of order, a queue
+# beyond those offered, a request ring larger than the device's limit
+# (QEMU refuses these itself), a ring of 0 pages and a ring page outside
+# the guest's RAM (QEMU asks the module, which refuses: EINVAL,
+# EFAULT).  Each must read back COMMAND_STATUS -1, QEMU's trace must show
+# each refusal, and nothing may change: the module's adapter still has
+# one queue and the disk still writes and verifies.  (One guest does both
+# halves: a second one cost the gate an inner boot.)  At the end the
+# module unloads and no kernel log has a report.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-mq-XXXXXX)
@@ -50,7 +53,7 @@ kernel=$(VM_KERNEL=612 vm_kernel_image)
 
 vm_reset
 VM_KERNEL=612
-vm_bins fio sg_reset
+vm_bins fio sg_reset "$VPS_TOP/tests/stack/vps_cmd"
 vm_ours pvscsi_mq
 vm_modules sd_mod
 cat > "$work/inner.sh" <<'INNER'
@@ -101,33 +104,29 @@ t_check stale-fio-verify vps_run_until_grown "$h/bogus_completions" "$b0" 10 \
 t_equal stale-refused "$(( $(cat "$h/bogus_completions") - b0 ))" 10
 t_equal aborts-after-stale "$(cat "$h/aborts")" 0
 vps_mark stale-done
-INNER
-vm_initramfs "$work/inner.cpio" "$work/inner.sh"
-cat > "$work/inner2.sh" <<'INNER'
-t_check load-pvscsi_mq vps_load pvscsi_mq
+# the hostile guest: pvscsi_mq again, on one queue this time (its probe's
+# SETUP_RINGS takes the other two away: the module must show one), then
+# EXT_SETUP_QUEUES written straight to the bound adapter's registers
+t_check unload-pvscsi_mq rmmod pvscsi_mq
+t_check reload-pvscsi_mq vps_load pvscsi_mq queues=1
 vps_wait 30 test -b /dev/sda
 h=$(ls -d /sys/class/scsi_host/host* | head -1)/pvscsi
-t_equal queues "$(cat "$h/queues")" 1
+t_equal one-queue "$(cat "$h/queues")" 1
 t_match iomem-relaxed "$(cat /proc/cmdline)" 'iomem=relaxed'
 d=$(dirname "$(grep -l 0x07c0 /sys/bus/pci/devices/*/device | head -1)")
-bar=$(awk 'NR == 1 {print $1}' "$d/resource")
 t_equal bar-is-mmio "$(( $(awk 'NR == 1 {print $3}' "$d/resource") & 0x200 ))" 512
+# 62 zero dwords: the rest of a ring's 32 PPNs after the first
+z=
+i=0
+while [ $i -lt 62 ]; do z="$z 0"; i=$((i + 1)); done
 # sq NAME QUEUE MAGIC REQ_PAGES CMP_PAGES PPN: EXT_SETUP_QUEUES (0x5651)
-# with its 132 data dwords: magic, queue, the page counts, then 32
-# request and 32 completion ring PPNs (64 bits each; the first of each
-# is PPN); COMMAND_STATUS must read -1
+# with its 132 data dwords (tests/stack/vps_cmd, one process): magic,
+# queue, the page counts, then 32 request and 32 completion ring PPNs
+# (64 bits each; the first of each is PPN); COMMAND_STATUS must read -1
 sq() {
-	devmem $((bar)) 32 0x5651
-	for w in "$3" "$2" "$4" "$5" $(($6 & 0xffffffff)) $(($6 >> 32)); do
-		devmem $((bar + 4)) 32 "$w"
-	done
-	i=0
-	while [ $i -lt 62 ]; do devmem $((bar + 4)) 32 0; i=$((i + 1)); done
-	devmem $((bar + 4)) 32 $(($6 & 0xffffffff))
-	devmem $((bar + 4)) 32 $(($6 >> 32))
-	i=0
-	while [ $i -lt 62 ]; do devmem $((bar + 4)) 32 0; i=$((i + 1)); done
-	t_equal "refused-$1" "$(devmem $((bar + 8)) 32)" 0xFFFFFFFF
+	lo=$(($6 & 0xffffffff)) hi=$(($6 >> 32))
+	# shellcheck disable=SC2086
+	t_equal "refused-$1" "$(vps_cmd "$d/resource0" 0x5651 "$3" "$2" "$4" "$5" $lo $hi $z $lo $hi $z)" 0xFFFFFFFF
 }
 M=0x56505351
 # 4 GiB: beyond this 512 MiB guest's RAM, in no memory region
@@ -136,7 +135,7 @@ echo "VPS-MARK poking"
 sq bad-magic 1 0x12345678 1 1 $far
 sq queue-0 0 $M 1 1 $far
 sq out-of-order 2 $M 1 1 $far
-sq not-offered 4 $M 1 1 $far
+sq not-offered 3 $M 1 1 $far
 sq ring-too-big 1 $M 64 1 $far
 sq no-pages 1 $M 0 1 $far
 sq page-outside-ram 1 $M 1 1 $far
@@ -145,9 +144,9 @@ t_equal queues-after "$(cat "$h/queues")" 1
 t_check fio-verify-after fio --name=t --filename=/dev/sda --rw=randwrite --do_verify=1 \
 	--direct=1 --ioengine=libaio --bs=4k --iodepth=16 --size=16M \
 	--verify=crc32c --verify_fatal=1 --output-format=terse --minimal
-t_equal aborts "$(cat "$h/aborts")" 0
+t_equal aborts-after-pokes "$(cat "$h/aborts")" 0
 INNER
-vm_initramfs "$work/inner2.cpio" "$work/inner2.sh"
+vm_initramfs "$work/inner.cpio" "$work/inner.sh"
 
 vm_reset
 vm_nested_host
@@ -155,7 +154,6 @@ vm_modules brd
 vm_ours vhost_pvscsi
 vm_file "$kernel" /inner/vmlinuz
 vm_file "$work/inner.cpio" /inner/mq.cpio
-vm_file "$work/inner2.cpio" /inner/mq2.cpio
 VM_MEM=2560
 VM_TIMEOUT=900
 vm_run stack-mq <<'GUEST'
@@ -166,10 +164,11 @@ g=/sys/kernel/debug/vhost_pvscsi/gauges
 # out of range: refused at realize, with the range
 t_match num-queues-bounded "$(timeout 20 qemu-system-x86_64 -L /usr/share/qemu -accel kvm -cpu host \
 	-S -display none -nodefaults -device vhost-pvscsi,num-queues=17 2>&1)" 'num-queues must be 1..16'
-VPS_INNER_SMP=2 VPS_INNER_MEM=512 vps_inner_start mq /inner/vmlinuz /inner/mq.cpio 600 \
+VPS_INNER_SMP=2 VPS_INNER_MEM=512 VPS_INNER_APPEND=iomem=relaxed vps_inner_start mq /inner/vmlinuz /inner/mq.cpio 600 \
 	-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
 	-device vhost-pvscsi,id=hba0,num-queues=3 \
-	-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0
+	-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
+	-trace vhost_pvscsi_queue -trace vhost_pvscsi_ioctl_error
 pid=$(vps_inner_pid mq)
 # q FIELD N: queue N's FIELD in the adapter's debugfs file
 q() { awk -v f="$1" -v n="$2" '$1 == "queue" && $2 == n {for (i = 3; i < NF; i++) if ($i == f) print $(i + 1)}' "$a"; }
@@ -207,26 +206,18 @@ if vps_inner_wait_mark mq stale 300; then
 	echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 	vps_inner_ack mq stale-done
 fi
-vps_inner_wait mq
-VPS_INNER_APPEND=iomem=relaxed VPS_INNER_MEM=512 vps_inner_start mq2 /inner/vmlinuz /inner/mq2.cpio 600 \
-	-blockdev driver=host_device,node-name=d0,filename=/dev/ram0,cache.direct=on \
-	-device vhost-pvscsi,id=hba0,num-queues=4 \
-	-device scsi-hd,bus=hba0.0,drive=d0,scsi-id=0,lun=0 \
-	-trace vhost_pvscsi_queue -trace vhost_pvscsi_ioctl_error
-pid=$(vps_inner_pid mq2)
-if vps_inner_wait_mark mq2 poked 300; then
-	a=$(ls /sys/kernel/debug/vhost_pvscsi/adapter-"$pid"-* | head -1)
-	t_match mq2-adapter-one-queue "$(grep '^queues' "$a")" '^queues 1$'
-	tr=$(grep -a 'vhost_pvscsi_queue' "/tmp/mq2.qemu" | tr -d '\r')
+if vps_inner_wait_mark mq poked 300; then
+	t_match poked-adapter-one-queue "$(grep '^queues' "$a")" '^queues 1$'
+	tr=$(grep -a 'vhost_pvscsi_queue' "/tmp/mq.qemu" | tr -d '\r')
 	echo "$tr"
 	# five refused by QEMU's own checks, one (0 pages) by the module
-	t_equal mq2-refusals-einval "$(echo "$tr" | grep -c 'queue [0-9]*: -22$')" 6
+	t_equal refusals-einval "$(echo "$tr" | grep -c 'queue [0-9]*: -22$')" 6
 	# the page outside RAM: the module's EFAULT
-	t_equal mq2-refusals-efault "$(echo "$tr" | grep -c 'queue 1: -14$')" 1
-	t_equal mq2-module-refusals "$(grep -ac 'vhost_pvscsi_ioctl_error SETUP_QUEUE' "/tmp/mq2.qemu")" 2
-	vps_inner_ack mq2 poked
+	t_equal refusals-efault "$(echo "$tr" | grep -c 'queue 1: -14$')" 1
+	t_equal module-refusals "$(grep -ac 'vhost_pvscsi_ioctl_error SETUP_QUEUE' "/tmp/mq.qemu")" 2
+	vps_inner_ack mq poked
 fi
-vps_inner_wait mq2
+vps_inner_wait mq
 t_match gauges-zero "$(cat $g | tr '\n' ' ')" '^open_devices 0 requests_in_flight 0 luns 0 $'
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean host-dmesg-clean
