@@ -53,6 +53,24 @@ def ours(d, rs, key):
     return f'{per_io(rs, key):.2f}'
 
 
+def windows(runs):
+    """The host VM's counter windows, one per run: a line for the report.
+    A window reaches from the host VM's read at the guest's start mark to
+    its read at the end mark, so it is as long as fio's run plus the
+    marks' round trips; one much longer held idle time too, whose exits
+    and CPU count in that run's per-I/O figures (the 2026-12-07 all-job
+    run's first window: 24.4 s for 4 s of fio).  Named, not dropped."""
+    ws = sorted((int(r['win_ms']), r['tag']) for rs in runs.values() for r in rs
+                if r.get('win_ms', '').isdigit())
+    if not ws:
+        return 'Windows: none recorded.\n'
+    med = statistics.median(x for x, _ in ws)
+    long_ = [f'{t} ({x} ms)' for x, t in ws if x > 2 * med]
+    return (f'Windows (the host VM\'s counters read around each run): median {med:.0f} ms, '
+            f'{ws[0][0]}-{ws[-1][0]} ms; longer than twice the median (idle time in '
+            f'that run\'s per-I/O figures): {", ".join(long_) if long_ else "none"}.\n')
+
+
 def main():
     raw, md, dat = sys.argv[1:4]
     runs = load(raw)
@@ -71,6 +89,7 @@ def main():
       'module\'s own counts: doorbells the guest rang (bell/IO, each a VM '
       'exit), rounds they started (kick/IO: the eventfd folds the doorbells '
       'rung before the worker runs) and interrupts it raised (call/IO).\n')
+    w('\n' + windows(runs))
     chart = []
     for b in backings:
         w(f'\n## {BACKINGS[b]}\n')
