@@ -20,6 +20,13 @@ VPS_FIO_SRC_VERSION=${VPS_FIO_SRC_VERSION:-3.33-3}
 vps_log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 vps_die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
+# vps_result NAME STATUS DETAIL: a check of a test that runs on this
+# machine (no VM), in tests/run's format: passed if STATUS is 0, else
+# failed with DETAIL
+vps_result() {
+	if [ "$2" = 0 ]; then echo "VPS-RESULT ok $1"; else echo "VPS-RESULT not ok $1: $3"; fi
+}
+
 # kernel release for a short name (612 / 61), from the record setup wrote
 vps_krel() {
 	local f="$VPS_CACHE/kernels/$1.release"

@@ -12,13 +12,10 @@
 # all-job run's first window held 20 s of it, unnoticed until read by
 # hand), and says "none" when no window is.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
+. "$TOP/scripts/lib.sh"
 w=$(mktemp -d /tmp/vps-benchreport-XXXXXX)
 trap 'rm -rf "$w"' EXIT
-
-res() { # name, status (0 ok), detail
-	if [ "$2" = 0 ]; then echo "VPS-RESULT ok benchreport/$1"; else
-		echo "VPS-RESULT not ok benchreport/$1: $3"; fi
-}
+res() { vps_result "benchreport/$1" "$2" "$3"; }
 
 # run TAG DEV ROUND IOS IOPS EXITS WIN_MS: a run's guest and host halves
 run() {

@@ -21,9 +21,8 @@
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 w=$(mktemp -d /tmp/vps-lint-XXXXXX)
 trap 'rm -rf "$w"' EXIT
-res() { # name, status, why
-	if [ "$2" = 0 ]; then echo "VPS-RESULT ok lint/$1"; else echo "VPS-RESULT not ok lint/$1: $3"; fi
-}
+. "$TOP/scripts/lib.sh"
+res() { vps_result "lint/$1" "$2" "$3"; }
 
 # lint_scan FILE...: one line per hit, "ID FILE:LINE: text", ID one of
 #   wait-subst        $( or ` in vps_wait's arguments (outside single

@@ -15,10 +15,8 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 w=$(mktemp -d /tmp/vps-scripts-XXXXXX)
 trap 'rm -rf "$w"' EXIT
 
-res() { # name, status (0 ok), detail
-	if [ "$2" = 0 ]; then echo "VPS-RESULT ok scripts/$1"; else
-		echo "VPS-RESULT not ok scripts/$1: $3"; fi
-}
+. "$TOP/scripts/lib.sh"
+res() { vps_result "scripts/$1" "$2" "$3"; }
 
 # check_help NAME: --help prints something, exits 0, sets nothing up
 check_help() {
