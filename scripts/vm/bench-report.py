@@ -59,13 +59,17 @@ def windows(runs):
     its read at the end mark, so it is as long as fio's run plus the
     marks' round trips; one much longer held idle time too, whose exits
     and CPU count in that run's per-I/O figures (the 2026-12-07 all-job
-    run's first window: 24.4 s for 4 s of fio).  Named, not dropped."""
-    ws = sorted((int(r['win_ms']), r['tag']) for rs in runs.values() for r in rs
-                if r.get('win_ms', '').isdigit())
+    run's first window: 24.4 s for 4 s of fio).  Named, not dropped, with
+    the guest's own measure of its run where it gave one (guest_ms: from
+    the answer to its start mark to fio's end): as long as the others',
+    the time went in the marks' exchange; long too, in fio itself."""
+    ws = sorted((int(r['win_ms']), r['tag'], r.get('guest_ms', ''))
+                for rs in runs.values() for r in rs if r.get('win_ms', '').isdigit())
     if not ws:
         return 'Windows: none recorded.\n'
-    med = statistics.median(x for x, _ in ws)
-    long_ = [f'{t} ({x} ms)' for x, t in ws if x > 2 * med]
+    med = statistics.median(x for x, _, _ in ws)
+    long_ = [f'{t} ({x} ms' + (f', the guest\'s run {g} ms)' if g.isdigit() else ')')
+             for x, t, g in ws if x > 2 * med]
     return (f'Windows (the host VM\'s counters read around each run): median {med:.0f} ms, '
             f'{ws[0][0]}-{ws[-1][0]} ms; longer than twice the median (idle time in '
             f'that run\'s per-I/O figures): {", ".join(long_) if long_ else "none"}.\n')
