@@ -105,6 +105,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 				tag="r$r-$k-$job-$d"
 				# the host VM reads its counters, then answers:
 				# the window holds the whole run and little else
+				gs=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
 				vps_mark "start-$tag"
 				# the guest's own clock from the answer to fio's end:
 				# a long host window beside a run of the usual length
@@ -120,6 +121,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 				i1=$(irqs "$s")
 				g1=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
 				vps_mark "end-$tag"
+				ge=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
 				# terse v3: the read part from field 6, the write part 41
 				# fields later; io in KiB, IOPS, clat percentiles in us
 				# shellcheck disable=SC2046
@@ -131,7 +133,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 						if (a[1] == "99.000000%") p99 = a[2]
 					}
 					print int($(6 + o) / kb), $(8 + o), p50, p99 }')
-				vps_report "tag=$tag dev=$d backing=$k job=$job round=$r ios=$1 iops=$2 p50_us=$3 p99_us=$4 guest_irqs=$((i1 - i0)) guest_ms=$((g1 - g0))"
+				vps_report "tag=$tag dev=$d backing=$k job=$job round=$r ios=$1 iops=$2 p50_us=$3 p99_us=$4 guest_irqs=$((i1 - i0)) guest_ms=$((g1 - g0)) mark_start_ms=$((g0 - gs)) mark_end_ms=$((ge - g1))"
 				t_match "fio-$tag" "$1" '^[1-9][0-9]*$'
 			done
 		done

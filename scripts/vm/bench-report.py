@@ -61,15 +61,22 @@ def windows(runs):
     and CPU count in that run's per-I/O figures (the 2026-12-07 all-job
     run's first window: 24.4 s for 4 s of fio).  Named, not dropped, with
     the guest's own measure of its run where it gave one (guest_ms: from
-    the answer to its start mark to fio's end): as long as the others',
-    the time went in the marks' exchange; long too, in fio itself."""
-    ws = sorted((int(r['win_ms']), r['tag'], r.get('guest_ms', ''))
+    the answer to its start mark to fio's end) and of the marks' exchanges
+    (from printing a mark to its answer): a long window beside a run of
+    the usual length lost its time in an exchange, or between them."""
+    def guest(r):
+        if not r.get('guest_ms', '').isdigit():
+            return ''
+        g = f', the guest\'s run {r["guest_ms"]} ms'
+        if r.get('mark_start_ms', '').isdigit() and r.get('mark_end_ms', '').isdigit():
+            g += f', its marks\' exchanges {r["mark_start_ms"]} + {r["mark_end_ms"]} ms'
+        return g
+    ws = sorted((int(r['win_ms']), r['tag'], guest(r))
                 for rs in runs.values() for r in rs if r.get('win_ms', '').isdigit())
     if not ws:
         return 'Windows: none recorded.\n'
     med = statistics.median(x for x, _, _ in ws)
-    long_ = [f'{t} ({x} ms' + (f', the guest\'s run {g} ms)' if g.isdigit() else ')')
-             for x, t, g in ws if x > 2 * med]
+    long_ = [f'{t} ({x} ms{g})' for x, t, g in ws if x > 2 * med]
     return (f'Windows (the host VM\'s counters read around each run): median {med:.0f} ms, '
             f'{ws[0][0]}-{ws[-1][0]} ms; longer than twice the median (idle time in '
             f'that run\'s per-I/O figures): {", ".join(long_) if long_ else "none"}.\n')
