@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
-# checks: 72
+# checks: 111
 # serial: a benchmark; another VM on the other core would skew its ratios
 # (make check-full only: about 6 minutes)
 #
