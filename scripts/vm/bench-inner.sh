@@ -105,12 +105,12 @@ while [ "$r" -le "$ROUNDS" ]; do
 				tag="r$r-$k-$job-$d"
 				# the host VM reads its counters, then answers:
 				# the window holds the whole run and little else
-				gs=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
+				gs=$(vps_up_ms)
 				vps_mark "start-$tag"
 				# the guest's own clock from the answer to fio's end:
 				# a long host window beside a run of the usual length
 				# lost its time in the marks' exchange, not in fio
-				g0=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
+				g0=$(vps_up_ms)
 				i0=$(irqs "$s")
 				e="--ioengine=libaio"
 				[ "$d" != ours-mqpoll ] || e="--ioengine=io_uring --hipri=1"
@@ -119,9 +119,9 @@ while [ "$r" -le "$ROUNDS" ]; do
 					$a --size=64M --group_reporting --time_based --runtime="$SECS" \
 					--output-format=terse --terse-version=3)
 				i1=$(irqs "$s")
-				g1=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
+				g1=$(vps_up_ms)
 				vps_mark "end-$tag"
-				ge=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
+				ge=$(vps_up_ms)
 				# terse v3: the read part from field 6, the write part 41
 				# fields later; io in KiB, IOPS, clat percentiles in us
 				# shellcheck disable=SC2046

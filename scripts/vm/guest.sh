@@ -494,6 +494,10 @@ vps_mark() {
 	return 1
 }
 
+# vps_up_ms: this machine's uptime in milliseconds (scripts/bench reads
+# its windows with it in the host VM, bench-inner.sh its guest's clock)
+vps_up_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+
 # vps_ack_port NAME: make the fifos NAME's answers go through (if not
 # there) and print the QEMU arguments of its "vps.ack" port, port 2 of
 # the virtio-serial device "vser" (vps_inner_start; tests/harness/

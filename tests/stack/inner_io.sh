@@ -192,12 +192,8 @@ if [ "$DRV" = vmw_pvscsi ]; then
 		dd of="$cfg" bs=1 seek=4 count=2 conv=notrunc 2>/dev/null
 	# (tests/stack/vps_cmd: the writes from one process, not 134 of
 	# busybox devmem)
-	z=
-	i=0
-	while [ $i -lt 132 ]; do z="$z 0"; i=$((i + 1)); done
-	# shellcheck disable=SC2086
 	t_equal setup-refused-without-bus-master \
-		"$(vps_cmd "/sys/bus/pci/devices/$bdf/resource0" 3 $z)" 0xFFFFFFFF
+		"$(vps_cmd "/sys/bus/pci/devices/$bdf/resource0" 3 132*0)" 0xFFFFFFFF
 fi
 echo "$bdf" > "/sys/bus/pci/drivers/$DRV/bind"
 if vps_wait 30 test -b /dev/sda; then t_ok rebind; else t_fail rebind "no sda after bind"; fi

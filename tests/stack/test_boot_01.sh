@@ -15,10 +15,10 @@
 # and with OVMF (PvScsiDxe: scripts/build-ovmf, as Debian's OVMF has
 # none); and (not in the gate) the vmw_pvscsi image on QEMU's -device
 # pvscsi under both, for comparison.  The gate boots vmw_pvscsi's image
-# with SeaBIOS and pvscsi_mq's with OVMF: each firmware and each driver.  Inside (inner_boot.sh) the root
-# filesystem must be that image's ext4 partition behind the expected
-# driver, and writable; the host VM checks which firmware and loader
-# booted it.
+# with SeaBIOS and pvscsi_mq's with OVMF: each firmware and each driver
+# once.  Inside (inner_boot.sh) the root filesystem must be that image's
+# ext4 partition behind the expected driver, and writable; the host VM
+# checks which firmware and loader booted it.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 work=$(mktemp -d /tmp/vps-boot-XXXXXX)
@@ -77,8 +77,6 @@ boot() {
 	t_match "$1/initramfs-found-root" "$con" 'vps-boot: root filesystem UUID=.* on /dev/sd[a-z]2'
 	t_match "$1/firmware" "$con" "vps-image: root /dev/sd[a-z]2 ext4, firmware $4"
 }
-# The gate boots each firmware and each guest driver once: vmw_pvscsi
-# under SeaBIOS, pvscsi_mq under OVMF; check-full every pair.
 for fw in bios uefi; do
 	[ "$TIER:$fw" = gate:uefi ] || boot "vhost-vmw_pvscsi-$fw" /mnt/b/vmw_pvscsi.raw vhost-pvscsi $fw
 	[ "$TIER:$fw" = gate:bios ] || boot "vhost-pvscsi_mq-$fw" /mnt/b/pvscsi_mq.raw vhost-pvscsi $fw

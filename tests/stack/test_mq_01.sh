@@ -115,18 +115,14 @@ t_equal one-queue "$(cat "$h/queues")" 1
 t_match iomem-relaxed "$(cat /proc/cmdline)" 'iomem=relaxed'
 d=$(dirname "$(grep -l 0x07c0 /sys/bus/pci/devices/*/device | head -1)")
 t_equal bar-is-mmio "$(( $(awk 'NR == 1 {print $3}' "$d/resource") & 0x200 ))" 512
-# 62 zero dwords: the rest of a ring's 32 PPNs after the first
-z=
-i=0
-while [ $i -lt 62 ]; do z="$z 0"; i=$((i + 1)); done
 # sq NAME QUEUE MAGIC REQ_PAGES CMP_PAGES PPN: EXT_SETUP_QUEUES (0x5651)
 # with its 132 data dwords (tests/stack/vps_cmd, one process): magic,
 # queue, the page counts, then 32 request and 32 completion ring PPNs
-# (64 bits each; the first of each is PPN); COMMAND_STATUS must read -1
+# (64 bits each; the first of each is PPN, 62 zero dwords the other 31);
+# COMMAND_STATUS must read -1
 sq() {
 	lo=$(($6 & 0xffffffff)) hi=$(($6 >> 32))
-	# shellcheck disable=SC2086
-	t_equal "refused-$1" "$(vps_cmd "$d/resource0" 0x5651 "$3" "$2" "$4" "$5" $lo $hi $z $lo $hi $z)" 0xFFFFFFFF
+	t_equal "refused-$1" "$(vps_cmd "$d/resource0" 0x5651 "$3" "$2" "$4" "$5" $lo $hi 62*0 $lo $hi 62*0)" 0xFFFFFFFF
 }
 M=0x56505351
 # 4 GiB: beyond this 512 MiB guest's RAM, in no memory region

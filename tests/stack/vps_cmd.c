@@ -3,16 +3,18 @@
  * vps_cmd: a hostile guest's PVSCSI command, written straight to an
  * adapter's registers from userspace (tests/stack/test_mq_01).
  *
- *   vps_cmd BAR CMD [DWORD...]
+ *   vps_cmd BAR CMD [DWORD | COUNT*VALUE...]
  *
  * BAR is the adapter's register BAR as a file that maps it (the PCI
  * device's sysfs resource0; a driver's BAR maps only with iomem=relaxed).
  * CMD goes to PVSCSI_REG_COMMAND, each DWORD in turn to
  * PVSCSI_REG_COMMAND_DATA, then PVSCSI_REG_COMMAND_STATUS is read and
- * printed (0x%08X).  busybox devmem did the same a register write per
- * process: 134 processes for one EXT_SETUP_QUEUES, 40 s of the test's
- * nested guest for seven of them.  Exit 1 with a message if the BAR
- * cannot be mapped or an argument is not a number.
+ * printed (0x%08X).  COUNT*VALUE stands for COUNT dwords of VALUE (132*0:
+ * SETUP_RINGS's data, all zeros), at most a page of them.  busybox devmem
+ * did the same a register write per process: 134 processes for one
+ * EXT_SETUP_QUEUES, 40 s of the test's nested guest for seven of them.
+ * Exit 1 with a message if the BAR cannot be mapped or an argument is
+ * not a number (tests/harness/test_vpscmd_01: on a plain file).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,28 +42,57 @@ static int parse_u32(const char *s, uint32_t *v)
 	return 0;
 }
 
+/* "COUNT*VALUE" or "VALUE": how many dwords, and their value */
+static int parse_dwords(const char *s, uint32_t *count, uint32_t *v)
+{
+	char head[32];
+	const char *star = strchr(s, '*');
+
+	*count = 1;
+	if (!star)
+		return parse_u32(s, v);
+	if ((size_t)(star - s) >= sizeof(head)) {
+		fprintf(stderr, "vps_cmd: not COUNT*VALUE: %s\n", s);
+		return -1;
+	}
+	memcpy(head, s, star - s);
+	head[star - s] = '\0';
+	if (parse_u32(head, count) || parse_u32(star + 1, v))
+		return -1;
+	/* a command's data is at most a page of dwords */
+	if (*count > PVSCSI_PAGE_SIZE / 4) {
+		fprintf(stderr, "vps_cmd: more than %d dwords: %s\n", PVSCSI_PAGE_SIZE / 4, s);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint32_t *regs;
-	uint32_t cmd, *data;
+	uint32_t cmd, count, v, *data;
 	void *map;
 	int fd, i, n;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: vps_cmd BAR CMD [DWORD...]\n");
+		fprintf(stderr, "usage: vps_cmd BAR CMD [DWORD | COUNT*VALUE...]\n");
 		return 1;
 	}
 	if (parse_u32(argv[2], &cmd))
 		return 1;
-	n = argc - 3;
-	data = calloc(n + 1, sizeof(*data));
+	/* every argument stands for at most a page of dwords: bounded */
+	data = calloc((size_t)(argc - 2) * (PVSCSI_PAGE_SIZE / 4), sizeof(*data));
 	if (!data) {
 		perror("vps_cmd");
 		return 1;
 	}
-	for (i = 0; i < n; i++)
-		if (parse_u32(argv[i + 3], &data[i]))
+	n = 0;
+	for (i = 3; i < argc; i++) {
+		if (parse_dwords(argv[i], &count, &v))
 			return 1;
+		while (count--)
+			data[n++] = v;
+	}
 	fd = open(argv[1], O_RDWR | O_SYNC);
 	if (fd < 0) {
 		fprintf(stderr, "vps_cmd: %s: %s\n", argv[1], strerror(errno));
