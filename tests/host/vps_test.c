@@ -3836,6 +3836,259 @@ static int do_worker_fail(const char *disk)
 }
 
 /*
+ * Every allocation an adapter's life makes in its VMM's thread, failed in
+ * turn: the debug kernel's FAILSLAB and FAIL_PAGE_ALLOC through this
+ * thread's fail-nth (tests/debug/test_failnth_01 sets them up).  Round n
+ * sets up a new adapter step by step (open, owner, memory, a LUN, rings,
+ * eventfds, a second queue, the dirty log, stop and run) and closes it,
+ * with the n-th allocation of all those steps failed; a round in which
+ * no allocation was failed ends the sweep.  What a failure must leave: an
+ * error (ENOMEM) or a success the step could afford (a debugfs file), a
+ * retry that takes, and an adapter that then serves I/O on both queues;
+ * kmemleak and the kernel log (the script) see what the unwinding leaked
+ * or broke.  Allocations the workers make for I/O are not in this thread.
+ */
+enum { F_OPEN, F_OWNER, F_MEM, F_ATTACH, F_RINGS, F_MSG, F_KICK0, F_CALL0, F_MSGCALL,
+	F_KICK1, F_CALL1, F_QUEUE1, F_LOG, F_STOP, F_RUN, F_CLOSE, F_STEPS };
+static const char *const fstep[F_STEPS] = {
+	"open", "set-owner", "mem-table", "attach-lun", "setup-rings", "msg-ring",
+	"kick-fd", "call-fd", "msg-call-fd", "kick-fd-q1", "call-fd-q1", "setup-queue-1",
+	"set-log", "stop", "run", "close"
+};
+
+static int fail_nth_fd = -1;
+
+static void fail_nth_set(unsigned int n)
+{
+	char b[16];
+	int len = snprintf(b, sizeof(b), "%u", n);
+
+	if (pwrite(fail_nth_fd, b, len, 0) != len)
+		die("fail-nth write");
+}
+
+/* 0: the failure set was made; else how many allocations it still waits for */
+static unsigned int fail_nth_left(void)
+{
+	char b[16] = "";
+
+	if (pread(fail_nth_fd, b, sizeof(b) - 1, 0) <= 0)
+		die("fail-nth read");
+	return strtoul(b, NULL, 10);
+}
+
+static int fail_step(int s, int disk_fd, const int *efd)
+{
+	struct vps_lun l = { .fd = disk_fd };
+	struct vps_eventfd e;
+
+	switch (s) {
+	case F_OPEN:
+		vfd = open("/dev/vhost-pvscsi", O_RDWR);
+		return vfd < 0 ? -1 : 0;
+	case F_OWNER:
+		return ioctl(vfd, VHOST_SET_OWNER);
+	case F_MEM:
+		return set_mem(GPA_BASE, RAM_SIZE, ram);
+	case F_ATTACH:
+		return ioctl(vfd, VPS_ATTACH_LUN, &l);
+	case F_RINGS:
+		return setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
+	case F_MSG:
+		return setup_msg();
+	case F_KICK0:
+		e = (struct vps_eventfd){ 0, efd[0] };
+		return ioctl(vfd, VPS_SET_KICK_FD, &e);
+	case F_CALL0:
+		e = (struct vps_eventfd){ VPS_EVENT_CMPL, efd[1] };
+		return ioctl(vfd, VPS_SET_CALL_FD, &e);
+	case F_MSGCALL:
+		e = (struct vps_eventfd){ VPS_EVENT_MSG, efd[2] };
+		return ioctl(vfd, VPS_SET_CALL_FD, &e);
+	case F_KICK1:
+		e = (struct vps_eventfd){ 1, efd[3] };
+		return ioctl(vfd, VPS_SET_KICK_FD, &e);
+	case F_CALL1:
+		e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(1), efd[4] };
+		return ioctl(vfd, VPS_SET_CALL_FD, &e);
+	case F_QUEUE1:
+		return mq_setup(1, VPS_SETUP_QUEUE);
+	case F_LOG:
+		return set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 0);
+	case F_STOP:
+		return stop(1);
+	case F_RUN:
+		return stop(0);
+	default:	/* F_CLOSE */
+		return close(vfd);
+	}
+}
+
+/* the adapter just set up serves a write and its read-back, and queue 1 a TUR */
+static int fail_io_ok(const int *efd, unsigned int round)
+{
+	uint8_t *w = data(), *rd = data() + (1u << 20);
+	uint64_t lba = (round * 64ull) % (disk_blocks - 8);
+	struct result r;
+	struct cmd c;
+
+	kick_fd = efd[0];
+	call_fd = efd[1];
+	msg_fd = efd[2];
+	calls_seen = 0;
+	mq[1] = (struct mq){ .kick = efd[3], .call = efd[4] };
+	pattern(w, lba, 8, round);
+	c = rw16(1, lba, 8, w, 512);
+	if (run(&c, &r) || !good(&r))
+		return 0;
+	memset(rd, 0, 8 * 512);
+	c = rw16(0, lba, 8, rd, 512);
+	if (run(&c, &r) || !good(&r) || memcmp(w, rd, 8 * 512))
+		return 0;
+	return mq_tur(1, 5000);
+}
+
+/* what the failures left, over the sweep */
+struct fail_tally {
+	unsigned int points[F_STEPS], without[F_STEPS], enomem, other, retry_bad, io_bad;
+	char other_s[256], retry_s[256], io_s[128];
+};
+
+/* add to the list @buf (a char array: @size its size) */
+static void tally(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, size - n, fmt, ap);
+	va_end(ap);
+}
+
+#define TALLY(buf, ...) tally(buf, sizeof(buf), __VA_ARGS__)
+
+/*
+ * One round: a new adapter through every step and its I/O, closed; the
+ * k-th allocation of step @at failed.  1 when that failure was made, 0
+ * when step @at made fewer than k allocations.
+ */
+static int fail_round(int disk_fd, unsigned int at, unsigned int k, struct fail_tally *f)
+{
+	unsigned int s, left = 1;
+	int efd[5], ret = 0, err = 0;
+
+	memset(ram, 0, P_DATA * PG);
+	memset(page(P_MQ(1)), 0, 8 * PG);
+	req_prod = 0;
+	cmp_cons = 0;
+	msg_cons = 0;
+	for (s = 0; s < 5; s++) {
+		efd[s] = eventfd(0, EFD_NONBLOCK);
+		if (efd[s] < 0)
+			die("eventfd");
+	}
+	for (s = 0; s < F_STEPS; s++) {
+		if (s == F_CLOSE && !fail_io_ok(efd, k) && ++f->io_bad <= 4)
+			TALLY(f->io_s, " %s #%u", fstep[at], k);
+		if (s != at) {
+			/* nothing failed in this step: it must take */
+			if (fail_step(s, disk_fd, efd) && ++f->retry_bad <= 4)
+				TALLY(f->retry_s, " %s after %s #%u:%s", fstep[s], fstep[at], k,
+				      strerror(errno));
+			continue;
+		}
+		fail_nth_set(k);
+		ret = fail_step(s, disk_fd, efd);
+		err = errno;
+		left = fail_nth_left();
+		fail_nth_set(0);
+		if (left)
+			continue;
+		f->points[s]++;
+		if (!ret) {
+			f->without[s]++;
+			continue;
+		}
+		if (err == ENOMEM)
+			f->enomem++;
+		else if (++f->other <= 4)
+			TALLY(f->other_s, " %s #%u:%s", fstep[s], k, strerror(err));
+		/* the retry, with nothing failed, must take */
+		if (s != F_CLOSE && fail_step(s, disk_fd, efd) && ++f->retry_bad <= 4)
+			TALLY(f->retry_s, " %s #%u retried:%s", fstep[s], k, strerror(errno));
+	}
+	for (s = 0; s < 5; s++)
+		close(efd[s]);
+	return !left;
+}
+
+#define FAIL_MAX_PER_STEP	400
+static int do_failnth(const char *disk)
+{
+	static struct fail_tally f;
+	unsigned int s, k, rounds = 0, failed = 0, unended = 0;
+	int disk_fd, n0;
+
+	open_ram();
+	logmap = mmap(NULL, LOG_BYTES, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (logmap == MAP_FAILED)
+		die("mmap log");
+	disk_blocks = vps_sim_blocks(disk);
+	disk_fd = open(disk, O_RDWR | O_DIRECT);
+	fail_nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	tap(disk_fd >= 0 && fail_nth_fd >= 0, "failnth-available",
+	    "disk %d, /proc/thread-self/fail-nth %d: %s", disk_fd, fail_nth_fd,
+	    strerror(errno));
+	if (disk_fd < 0 || fail_nth_fd < 0) {
+		printf("1..%d\n", tests);
+		return 1;
+	}
+	n0 = count_workers();
+	/*
+	 * Step by step, its 1st, 2nd, ... allocation failed until a round's
+	 * step made fewer.  (How many a step makes varies a little: the
+	 * debug kernel's own bookkeeping, kmemleak's metadata from its pool,
+	 * allocates on some calls and not others.)
+	 */
+	for (s = 0; s < F_STEPS; s++) {
+		for (k = 1; k <= FAIL_MAX_PER_STEP; k++) {
+			rounds++;
+			if (!fail_round(disk_fd, s, k, &f))
+				break;
+			failed++;
+		}
+		unended += k > FAIL_MAX_PER_STEP;
+	}
+	printf("# %u rounds, %u allocations failed; per step:", rounds, failed);
+	for (s = 0; s < F_STEPS; s++)
+		if (f.points[s])
+			printf(" %s %u (%u done without)", fstep[s], f.points[s], f.without[s]);
+	printf("; %u answered ENOMEM\n", f.enomem);
+	tap(!unended && failed >= 20, "failnth-sweep-ends",
+	    "%u allocations failed (at least 20 wanted), %u steps still allocating after %u",
+	    failed, unended, FAIL_MAX_PER_STEP);
+	/* (the rings are guest memory read in place: their set-up allocates nothing) */
+	tap(f.points[F_OPEN] > f.without[F_OPEN] && f.points[F_OWNER] > f.without[F_OWNER] &&
+	    f.points[F_ATTACH] > f.without[F_ATTACH] && f.points[F_KICK1] > f.without[F_KICK1] &&
+	    f.points[F_MEM], "failnth-steps-reached",
+	    "a step none of whose failures answered: open %u/%u owner %u/%u attach %u/%u queue 1's doorbell (its worker) %u/%u; mem %u",
+	    f.points[F_OPEN] - f.without[F_OPEN], f.points[F_OPEN],
+	    f.points[F_OWNER] - f.without[F_OWNER], f.points[F_OWNER],
+	    f.points[F_ATTACH] - f.without[F_ATTACH], f.points[F_ATTACH],
+	    f.points[F_KICK1] - f.without[F_KICK1], f.points[F_KICK1], f.points[F_MEM]);
+	tap(!f.other, "failnth-errors-enomem", "%u other errors:%s", f.other, f.other_s);
+	tap(!f.retry_bad, "failnth-retry-takes", "%u retries or later steps refused:%s",
+	    f.retry_bad, f.retry_s);
+	tap(!f.io_bad, "failnth-io-after", "%u rounds without I/O:%s", f.io_bad, f.io_s);
+	tap(count_workers() == n0, "failnth-no-worker-left", "workers %d -> %d", n0,
+	    count_workers());
+	close(disk_fd);
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/*
  * Of this process's adapter's first @nq queues, how many show in debugfs
  * ("queue N ... worker TID") a thread id of their own that is one of the
  * module's workers: what scripts/bench --pin and taskset go by, since a
@@ -4646,6 +4899,8 @@ int main(int argc, char **argv)
 		return do_mq(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "worker-fail"))
 		return do_worker_fail(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "failnth"))
+		return do_failnth(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "mq-freeze"))
 		return do_mq_freeze(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
@@ -4685,6 +4940,7 @@ int main(int argc, char **argv)
 		"       vps_test mq DISK\n"
 		"       vps_test mq-freeze DISK FILE MOUNTPOINT\n"
 		"       vps_test worker-fail DISK\n"
+		"       vps_test failnth DISK\n"
 		"       vps_test discard-abort DISK [BOUND_MS]\n");
 	return 2;
 }
