@@ -348,6 +348,17 @@ void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 		req->scsi_status = SAM_STAT_GOOD;
 		return;
 	}
+	/*
+	 * The host short of memory (the file system's direct I/O could not
+	 * allocate, as iomap's dio): the guest retries, as after a failed
+	 * bounce buffer and as LIO answers out of resources.  A medium or
+	 * hardware error here failed the guest's I/O for a passing shortage.
+	 */
+	if (ret == -ENOMEM || ret == -EAGAIN) {
+		req->host_status = BTSTAT_SUCCESS;
+		req->scsi_status = SAM_STAT_TASK_SET_FULL;
+		return;
+	}
 	vps_count(dev, s.errors_backing);
 	pr_debug("backing I/O at target %u lun %u: %ld of %u bytes\n",
 		 req->target, req->lun->lun, ret, req->xfer);

@@ -4089,6 +4089,137 @@ static int do_failnth(const char *disk)
 }
 
 /*
+ * The workers out of memory now and then (failslab and fail_page_alloc
+ * with task-filter: tests/debug/test_failio_01 sets the rate; this sets
+ * make-it-fail on each worker thread), I/O to a block device (LUN 0) and
+ * a file (LUN 1), flat and bounced (a buffer off 512-byte alignment):
+ * each command answers once, with its interrupt, GOOD or TASK SET FULL
+ * (a guest retries that one, and so do we, up to 200 times); nothing
+ * else, no data lost (each GOOD write reads back, GOOD), and once the
+ * workers are let go every block written reads back at the first try.
+ */
+#define FAILIO_ROUNDS	160
+static int failio_make_it_fail(const char *v)
+{
+	char dirs[MAX_WORKERS][64], path[80];
+	int i, n = find_workers(dirs), ok = 0;
+
+	for (i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%.64s/make-it-fail", dirs[i]);
+		fd = open(path, O_WRONLY);
+		ok += fd >= 0 && write(fd, v, 1) == 1;
+		if (fd >= 0)
+			close(fd);
+	}
+	return n > 0 && ok == n ? n : 0;
+}
+
+struct failio_tally {
+	unsigned int tsf, bad, lost, tries_max, mism;
+	char bad_s[200];
+};
+
+/* run @c until it is not TASK SET FULL; 1 when it ended GOOD */
+static int failio_run(struct cmd *c, struct failio_tally *t)
+{
+	struct result r;
+	unsigned int tries;
+	int e;
+
+	for (tries = 1; tries <= 200; tries++) {
+		e = run(c, &r);
+		if (e) {
+			if (++t->lost <= 1)
+				TALLY(t->bad_s, " no answer (%d) to %#x", e, c->cdb[0]);
+			return 0;
+		}
+		if (r.host == BTSTAT_SUCCESS && r.scsi == 0x28) {
+			t->tsf++;
+			continue;
+		}
+		if (tries > t->tries_max)
+			t->tries_max = tries;
+		if (good(&r))
+			return 1;
+		if (++t->bad <= 3)
+			TALLY(t->bad_s, " %#x: host %#x scsi %#x key %#x asc %#x/%#x", c->cdb[0],
+			      r.host, r.scsi, r.sense[2] & 0xf, r.sense[12], r.sense[13]);
+		return 0;
+	}
+	if (++t->bad <= 3)
+		TALLY(t->bad_s, " %#x: TASK SET FULL 200 times", c->cdb[0]);
+	return 0;
+}
+
+static int do_failio(const char *disk, const char *file)
+{
+	uint32_t seed = (uint32_t)time(NULL), i, lun, workers;
+	struct failio_tally t = {};
+	uint64_t blocks[2];
+	unsigned int clean_bad = 0;
+	uint8_t *w, *rd;
+	struct cmd c;
+
+	start_on(disk);
+	w = data();
+	rd = data() + (2u << 20);
+	blocks[0] = disk_blocks;
+	blocks[1] = vps_sim_blocks(file);
+	if (attach(0, 0, disk, 0, 0) || attach(0, 1, file, 0, 0))
+		die("failio attach");
+	workers = failio_make_it_fail("1");
+	tap(workers > 0, "failio-armed", "no worker's make-it-fail could be set");
+	for (i = 0; i < FAILIO_ROUNDS; i++) {
+		/* odd rounds bounce: the buffers 100 bytes off alignment */
+		uint32_t off = (i & 1) * 100, n = 1 + i % 8;
+		uint64_t lba;
+
+		lun = (i / 2) & 1;
+		lba = (i * 16ull) % (blocks[lun] - 16);
+		pattern(w + off, lba, n, seed + lun);
+		c = rw16(1, lba, n, w + off, 512);
+		c.lun = lun;
+		if (!failio_run(&c, &t))
+			continue;
+		memset(rd + off, 0, n * 512);
+		c = rw16(0, lba, n, rd + off, 512);
+		c.lun = lun;
+		if (failio_run(&c, &t) && memcmp(w + off, rd + off, n * 512))
+			t.mism++;
+	}
+	printf("# %u workers failing; %u TASK SET FULL answers, at most %u tries\n", workers,
+	       t.tsf, t.tries_max);
+	tap(!t.lost, "failio-every-command-answered", "%u lost:%s", t.lost, t.bad_s);
+	tap(!t.bad, "failio-good-or-task-set-full", "%u other answers:%s", t.bad, t.bad_s);
+	tap(t.tsf > 0, "failio-failures-made", "no TASK SET FULL in %u rounds: nothing failed?",
+	    FAILIO_ROUNDS);
+	tap(!t.mism, "failio-data-intact", "%u read-backs differ", t.mism);
+
+	/* let go: every block written reads back at once */
+	failio_make_it_fail("0");
+	for (i = 0; i < FAILIO_ROUNDS; i++) {
+		uint32_t off = (i & 1) * 100, n = 1 + i % 8;
+		uint64_t lba;
+		struct result r;
+
+		lun = (i / 2) & 1;
+		lba = (i * 16ull) % (blocks[lun] - 16);
+		pattern(w + off, lba, n, seed + lun);
+		memset(rd + off, 0, n * 512);
+		c = rw16(0, lba, n, rd + off, 512);
+		c.lun = lun;
+		clean_bad += run(&c, &r) || !good(&r) || memcmp(w + off, rd + off, n * 512);
+	}
+	tap(!clean_bad, "failio-clean-after", "%u of %u reads failed or differ", clean_bad,
+	    FAILIO_ROUNDS);
+	close_adapter();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
+
+/*
  * Of this process's adapter's first @nq queues, how many show in debugfs
  * ("queue N ... worker TID") a thread id of their own that is one of the
  * module's workers: what scripts/bench --pin and taskset go by, since a
@@ -4901,6 +5032,8 @@ int main(int argc, char **argv)
 		return do_worker_fail(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "failnth"))
 		return do_failnth(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "failio"))
+		return do_failio(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(argv[1], "mq-freeze"))
 		return do_mq_freeze(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "event"))
@@ -4941,6 +5074,7 @@ int main(int argc, char **argv)
 		"       vps_test mq-freeze DISK FILE MOUNTPOINT\n"
 		"       vps_test worker-fail DISK\n"
 		"       vps_test failnth DISK\n"
+		"       vps_test failio DISK FILE\n"
 		"       vps_test discard-abort DISK [BOUND_MS]\n");
 	return 2;
 }
