@@ -439,6 +439,7 @@ void vps_kick_thr_off(struct vps_dev *dev);
 #define VPS_FAIL_SETUP_RINGS	2
 #define VPS_FAIL_SET_OWNER	3
 #define VPS_FAIL_WORKER		4
+#define VPS_FAIL_BACKING_NOMEM	5
 bool vps_fail_now(int what);
 
 /*

@@ -263,10 +263,13 @@ err:
  * "setup_rings" or "set_owner" written to fail_once makes the next such
  * ioctl of any adapter fail with -EIO, once; "worker" makes the next
  * worker an adapter would create fail as a failed task creation does
- * (-ENOMEM).  Nothing else makes them fail from outside, and the VMM's
- * and the guest's answers to a failure (the device stays; the guest is
- * told; a host reset fails; a realize that fails after opening us closes
- * what it opened), and the module's own unwinding, need a test.
+ * (-ENOMEM); "backing_nomem" makes the next READ or WRITE a backing
+ * finished end as if the backing had answered -ENOMEM (the stock kernels
+ * have no fault injection; tests/debug/test_failio_01 fails it for real
+ * on the debug kernel).  Nothing else makes them fail from outside, and
+ * the VMM's and the guest's answers to a failure (the device stays; the
+ * guest is told; a host reset fails; a realize that fails after opening
+ * us closes what it opened), and the module's own unwinding, need a test.
  */
 static unsigned long vps_fail_once;
 
@@ -282,6 +285,7 @@ static const char * const vps_fail_names[] = {
 	[VPS_FAIL_SETUP_RINGS]	= "setup_rings",
 	[VPS_FAIL_SET_OWNER]	= "set_owner",
 	[VPS_FAIL_WORKER]	= "worker",
+	[VPS_FAIL_BACKING_NOMEM] = "backing_nomem",
 };
 
 static ssize_t vps_fail_write(struct file *f, const char __user *buf,

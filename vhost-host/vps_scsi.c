@@ -324,7 +324,7 @@ static enum vps_exec vps_rw(struct vps_dev *dev, struct vps_req *req,
 /* turn the backing's answer into SCSI status (worker, after the I/O) */
 void vps_scsi_complete_io(struct vps_dev *dev, struct vps_req *req)
 {
-	long ret = req->ret;
+	long ret = vps_fail_now(VPS_FAIL_BACKING_NOMEM) ? -ENOMEM : req->ret;
 	struct iov_iter iter;
 
 	/*

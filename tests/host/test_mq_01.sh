@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 49
+# checks: 52
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
@@ -28,7 +28,10 @@
 # VHOST_SET_OWNER, at a queue's VPS_SET_KICK_FD and at its
 # VPS_SETUP_QUEUE fails that ioctl with ENOMEM and leaves nothing half
 # done: no owner, no thread, no doorbell connected, no queue taken; each
-# retry works and every queue serves I/O.
+# retry works and every queue serves I/O.  And the hook "backing_nomem":
+# a WRITE, then a READ, whose backing answers ENOMEM answers TASK SET
+# FULL, the retry GOOD and the data read back (HARDWARE ERROR until
+# 2026-12-07: a guest's write failed for a passing shortage).
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk ext4

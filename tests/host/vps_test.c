@@ -3699,14 +3699,19 @@ static int count_workers(void)
 	return n;
 }
 
-/* arm the module's fail_once hook: the next worker created fails */
-static void fail_next_worker(void)
+/* arm the module's fail_once hook @what ("worker": the next worker created fails) */
+static void arm_fail_hook(const char *what)
 {
 	int fd = open("/sys/kernel/debug/vhost_pvscsi/fail_once", O_WRONLY);
 
-	if (fd < 0 || write(fd, "worker", 6) != 6)
-		die("fail_once worker");
+	if (fd < 0 || write(fd, what, strlen(what)) != (ssize_t)strlen(what))
+		die("fail_once");
 	close(fd);
+}
+
+static void fail_next_worker(void)
+{
+	arm_fail_hook("worker");
 }
 
 /* queue q's TEST UNIT READY, kicked on its doorbell: 1 when it completed GOOD */
@@ -3832,6 +3837,36 @@ static int do_worker_fail(const char *disk)
 		mq_eventfds(3);
 	tap(!ret && mq_tur(3, 5000) && mq_tur(1, 5000) && mq_tur(2, 5000),
 	    "worker-fail-all-queues-serve", "ret %d %s", ret, strerror(errno));
+
+	/*
+	 * The backing out of memory (the hook "backing_nomem": its ENOMEM,
+	 * as iomap's direct I/O answers when it cannot allocate): TASK SET
+	 * FULL, which a guest retries; until 2026-12-07 HARDWARE ERROR,
+	 * which failed the guest's write
+	 */
+	{
+		uint8_t *w = data(), *rd = data() + (1u << 20);
+		struct cmd c;
+		int e;
+
+		pattern(w, 300, 8, 0x6e6f6d);
+		c = rw16(1, 300, 8, w, 512);
+		arm_fail_hook("backing_nomem");
+		e = run(&c, &r);
+		tap(!e && r.host == BTSTAT_SUCCESS && r.scsi == 0x28, "backing-nomem-task-set-full",
+		    "run %d host %#x scsi %#x key %#x asc %#x", e, r.host, r.scsi,
+		    r.sense[2] & 0xf, r.sense[12]);
+		CHECK_GOOD("backing-nomem-retried", c);
+		memset(rd, 0, 8 * 512);
+		c = rw16(0, 300, 8, rd, 512);
+		arm_fail_hook("backing_nomem");
+		e = run(&c, &r);
+		ret = !e && r.host == BTSTAT_SUCCESS && r.scsi == 0x28;
+		e = run(&c, &r);
+		tap(ret && !e && good(&r) && !memcmp(w, rd, 8 * 512), "backing-nomem-read-retried",
+		    "first answer %s, retry run %d host %#x scsi %#x",
+		    ret ? "TASK SET FULL" : "not TASK SET FULL", e, r.host, r.scsi);
+	}
 	return mq_done();
 }
 
