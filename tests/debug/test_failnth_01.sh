@@ -5,15 +5,17 @@
 #
 # Out of memory at every allocation of an adapter's set-up: the debug
 # kernel's FAILSLAB and FAIL_PAGE_ALLOC, driven by the VMM's own thread's
-# fail-nth (tests/host/vps_test failnth).  Round n opens an adapter, sets
+# fail-nth (tests/host/vps_test failnth).  A round opens an adapter, sets
 # it up (owner, memory table, a LUN, rings, message ring, eventfds, a
-# second queue, the dirty log, stop and run), serves I/O and closes it,
-# with the n-th allocation of those steps failed; rounds go on until one
-# has no allocation left to fail.  Each failure must answer ENOMEM (or
-# be one the step can do without), its retry must take, and the adapter
-# then serve a write, its read-back and a second queue's TUR.  After the
-# sweep: no worker left, the module unloads, kmemleak finds nothing (the
-# unwindings leak nothing) and the kernel log is clean.
+# second queue, the dirty log, stop and run, the LUN detached and attached
+# again, an adapter reset and the rings and queue set up again), serves
+# I/O and closes it, with the k-th allocation of one step failed; k goes
+# up until the step makes fewer, then the next step.  Each failure must
+# answer ENOMEM (or be one the step can do without), its retry and the
+# later steps must take, and the adapter then serve a write, its
+# read-back and a second queue's TUR.  After the sweep: no worker left,
+# the module unloads, kmemleak finds nothing (the unwindings leak
+# nothing) and the kernel log is clean.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk

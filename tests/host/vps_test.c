@@ -3873,22 +3873,27 @@ static int do_worker_fail(const char *disk)
 /*
  * Every allocation an adapter's life makes in its VMM's thread, failed in
  * turn: the debug kernel's FAILSLAB and FAIL_PAGE_ALLOC through this
- * thread's fail-nth (tests/debug/test_failnth_01 sets them up).  Round n
+ * thread's fail-nth (tests/debug/test_failnth_01 sets them up).  A round
  * sets up a new adapter step by step (open, owner, memory, a LUN, rings,
- * eventfds, a second queue, the dirty log, stop and run) and closes it,
- * with the n-th allocation of all those steps failed; a round in which
- * no allocation was failed ends the sweep.  What a failure must leave: an
- * error (ENOMEM) or a success the step could afford (a debugfs file), a
- * retry that takes, and an adapter that then serves I/O on both queues;
- * kmemleak and the kernel log (the script) see what the unwinding leaked
- * or broke.  Allocations the workers make for I/O are not in this thread.
+ * eventfds, a second queue, the dirty log, stop and run, the LUN detached
+ * and attached again, an adapter reset and the rings and queue set up
+ * again), serves I/O and closes it, the k-th allocation of one step
+ * failed; k goes up until that step makes fewer, then the next step.
+ * What a failure must leave: an error (ENOMEM) or a success the step
+ * could do without (a debugfs file), a retry that takes, later steps that
+ * take, and an adapter that then serves I/O on both queues; kmemleak and
+ * the kernel log (the script) see what the unwinding leaked or broke.
+ * Allocations the workers make for I/O are not in this thread
+ * (tests/debug/test_failio_01 fails those).
  */
 enum { F_OPEN, F_OWNER, F_MEM, F_ATTACH, F_RINGS, F_MSG, F_KICK0, F_CALL0, F_MSGCALL,
-	F_KICK1, F_CALL1, F_QUEUE1, F_LOG, F_STOP, F_RUN, F_CLOSE, F_STEPS };
+	F_KICK1, F_CALL1, F_QUEUE1, F_LOG, F_STOP, F_RUN, F_DETACH, F_REATTACH, F_RESET,
+	F_RINGS2, F_MSG2, F_QUEUE1_2, F_CLOSE, F_STEPS };
 static const char *const fstep[F_STEPS] = {
 	"open", "set-owner", "mem-table", "attach-lun", "setup-rings", "msg-ring",
 	"kick-fd", "call-fd", "msg-call-fd", "kick-fd-q1", "call-fd-q1", "setup-queue-1",
-	"set-log", "stop", "run", "close"
+	"set-log", "stop", "run", "detach-lun", "attach-lun-again", "adapter-reset",
+	"setup-rings-again", "msg-ring-again", "setup-queue-1-again", "close"
 };
 
 static int fail_nth_fd = -1;
@@ -3916,6 +3921,7 @@ static int fail_step(int s, int disk_fd, const int *efd)
 {
 	struct vps_lun l = { .fd = disk_fd };
 	struct vps_eventfd e;
+	int ret;
 
 	switch (s) {
 	case F_OPEN:
@@ -3926,11 +3932,25 @@ static int fail_step(int s, int disk_fd, const int *efd)
 	case F_MEM:
 		return set_mem(GPA_BASE, RAM_SIZE, ram);
 	case F_ATTACH:
+	case F_REATTACH:
 		return ioctl(vfd, VPS_ATTACH_LUN, &l);
 	case F_RINGS:
+	case F_RINGS2:
 		return setup_rings(REQ_PAGES, CMP_PAGES, gpa(page(P_RS)));
 	case F_MSG:
+	case F_MSG2:
 		return setup_msg();
+	case F_DETACH:
+		return detach(0, 0);
+	case F_RESET:
+		/* the guest's side of it: rings as new, before it sets them up again */
+		ret = reset(VPS_RESET_ADAPTER, 0, 0);
+		memset(page(P_RS), 0, PG);
+		memset(page(P_MQ(1)), 0, 8 * PG);
+		req_prod = 0;
+		cmp_cons = 0;
+		msg_cons = 0;
+		return ret;
 	case F_KICK0:
 		e = (struct vps_eventfd){ 0, efd[0] };
 		return ioctl(vfd, VPS_SET_KICK_FD, &e);
@@ -3947,6 +3967,7 @@ static int fail_step(int s, int disk_fd, const int *efd)
 		e = (struct vps_eventfd){ VPS_EVENT_CMPL_Q(1), efd[4] };
 		return ioctl(vfd, VPS_SET_CALL_FD, &e);
 	case F_QUEUE1:
+	case F_QUEUE1_2:
 		return mq_setup(1, VPS_SETUP_QUEUE);
 	case F_LOG:
 		return set_log((uintptr_t)logmap, LOG_BYTES, VPS_LOG_ENABLE, 0);
