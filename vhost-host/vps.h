@@ -311,6 +311,7 @@ struct vps_pcpu_stats {
 	u64 coalesced;			/* interrupts held back */
 	u64 stale_posted;		/* the stale_completions hook's */
 	u64 cancel_busy;		/* discards an abort/reset answered BUSY */
+	u64 req_nomem;			/* descriptors left for want of memory */
 };
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);
@@ -440,6 +441,9 @@ void vps_kick_thr_off(struct vps_dev *dev);
 #define VPS_FAIL_SET_OWNER	3
 #define VPS_FAIL_WORKER		4
 #define VPS_FAIL_BACKING_NOMEM	5
+#define VPS_FAIL_REQ_NOMEM	6	/* for VPS_REQ_NOMEM_MS, not once */
+/* how long the hook "req_nomem" fails vps_req_alloc() */
+#define VPS_REQ_NOMEM_MS	100
 bool vps_fail_now(int what);
 
 /*

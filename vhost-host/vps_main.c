@@ -122,8 +122,9 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x cancel_busy %llu\n",
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
-	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu\n",
-		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised);
+	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu\n",
+		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
+		   sum.req_nomem);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];
@@ -266,16 +267,31 @@ err:
  * (-ENOMEM); "backing_nomem" makes the next READ or WRITE a backing
  * finished end as if the backing had answered -ENOMEM (the stock kernels
  * have no fault injection; tests/debug/test_failio_01 fails it for real
- * on the debug kernel).  Nothing else makes them fail from outside, and
- * the VMM's and the guest's answers to a failure (the device stays; the
- * guest is told; a host reset fails; a realize that fails after opening
- * us closes what it opened), and the module's own unwinding, need a test.
+ * on the debug kernel); "req_nomem" makes every request allocation of the
+ * next VPS_REQ_NOMEM_MS fail, a lasting shortage rather than one.
+ * Nothing else makes them fail from outside, and the VMM's and the
+ * guest's answers to a failure (the device stays; the guest is told; a
+ * host reset fails; a realize that fails after opening us closes what it
+ * opened), and the module's own unwinding, need a test.
  */
 static unsigned long vps_fail_once;
+/* jiffies: when "req_nomem" ends; written before its bit is set */
+static unsigned long vps_req_nomem_end;
 
 bool vps_fail_now(int what)
 {
-	return READ_ONCE(vps_fail_once) && test_and_clear_bit(what, &vps_fail_once);
+	if (!READ_ONCE(vps_fail_once))
+		return false;
+	if (what != VPS_FAIL_REQ_NOMEM)
+		return test_and_clear_bit(what, &vps_fail_once);
+	if (!test_bit(what, &vps_fail_once))
+		return false;
+	/* pairs with vps_fail_write()'s barrier: the end is the new one */
+	smp_rmb();
+	if (time_before(jiffies, READ_ONCE(vps_req_nomem_end)))
+		return true;
+	clear_bit(what, &vps_fail_once);
+	return false;
 }
 
 /* the names written to fail_once, by their bit in vps_fail_once */
@@ -286,6 +302,7 @@ static const char * const vps_fail_names[] = {
 	[VPS_FAIL_SET_OWNER]	= "set_owner",
 	[VPS_FAIL_WORKER]	= "worker",
 	[VPS_FAIL_BACKING_NOMEM] = "backing_nomem",
+	[VPS_FAIL_REQ_NOMEM]	= "req_nomem",
 };
 
 static ssize_t vps_fail_write(struct file *f, const char __user *buf,
@@ -299,6 +316,12 @@ static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 	i = sysfs_match_string(vps_fail_names, k);
 	if (i < 0)
 		return i;
+	if (i == VPS_FAIL_REQ_NOMEM) {
+		WRITE_ONCE(vps_req_nomem_end,
+			   jiffies + msecs_to_jiffies(VPS_REQ_NOMEM_MS));
+		/* the end before the bit: vps_fail_now()'s smp_rmb() */
+		smp_wmb();
+	}
 	set_bit(i, &vps_fail_once);
 	return len;
 }

@@ -550,9 +550,12 @@ void vps_process_done(struct vps_dev *dev)
 
 static struct vps_req *vps_req_alloc(struct vps_queue *q)
 {
-	struct vps_req *req = kmem_cache_alloc(vps_req_cache, GFP_KERNEL);
 	struct vps_dev *dev = q->dev;
+	struct vps_req *req;
 
+	if (unlikely(vps_fail_now(VPS_FAIL_REQ_NOMEM)))
+		return NULL;
+	req = kmem_cache_alloc(vps_req_cache, GFP_KERNEL);
 	if (!req)
 		return NULL;
 	memset(req, 0, offsetof(struct vps_req, iov));
@@ -817,8 +820,22 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 			vps_break(dev, "request ring unreadable");
 			return false;
 		}
-		if (!vps_handle_desc(q, &d))
-			return true;	/* no memory: retry the same slot */
+		if (!vps_handle_desc(q, &d)) {
+			vps_count(dev, req_nomem);
+			/* an abort or reset retries at once, a bounded number of times */
+			if (dev->cancel.on)
+				return true;
+			/*
+			 * No memory for the request: the slot waits for a
+			 * second look a tick later (the guest's doorbell is
+			 * off meanwhile).  Taken again at once, as until
+			 * 2026-12-07, the worker spun on the allocator for as
+			 * long as the shortage lasted.
+			 */
+			WRITE_ONCE(q->recheck_ns, ktime_get_ns() + NSEC_PER_MSEC);
+			WRITE_ONCE(q->recheck, true);
+			return false;
+		}
 		/*
 		 * what it weighs beyond one (d is our copy: read once); none
 		 * while cancelling, which runs no discard
@@ -1446,7 +1463,7 @@ u32 vps_consume_cancelling(struct vps_dev *dev, u16 status,
 	dev->cancel.hits = 0;
 	for (i = 0; i < dev->nr_queues && !dev->broken; i++) {
 		struct vps_queue *q = &dev->q[i];
-		/* a bound: a failed allocation retries the same slot */
+		/* a bound: a failed allocation retries the same slot at once */
 		u32 rounds = (1u << q->req_entries_log2) / VPS_WORK_WEIGHT + 2;
 
 		while (rounds-- && vps_process_ring(q, false))

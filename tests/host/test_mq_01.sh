@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 52
+# checks: 53
 #
 # The multi-queue extension, the module's side (VPS_SETUP_QUEUE,
 # PVSCSI_CMD_EXT_SETUP_QUEUES): tests/host/vps_test mq on null_blk.  The
@@ -31,7 +31,11 @@
 # retry works and every queue serves I/O.  And the hook "backing_nomem":
 # a WRITE, then a READ, whose backing answers ENOMEM answers TASK SET
 # FULL, the retry GOOD and the data read back (HARDWARE ERROR until
-# 2026-12-07: a guest's write failed for a passing shortage).
+# 2026-12-07: a guest's write failed for a passing shortage).  And the
+# hook "req_nomem": with no memory for requests for 100 ms, a TEST UNIT
+# READY waits in its slot, tried again a tick at a time (2 to 100 failed
+# tries; until 2026-12-07 the worker spun on it, thousands), and
+# completes GOOD once the shortage ends.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk ext4

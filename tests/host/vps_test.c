@@ -3867,6 +3867,28 @@ static int do_worker_fail(const char *disk)
 		    "first answer %s, retry run %d host %#x scsi %#x",
 		    ret ? "TASK SET FULL" : "not TASK SET FULL", e, r.host, r.scsi);
 	}
+
+	/*
+	 * No memory for a request for 100 ms (the hook "req_nomem"): the
+	 * descriptor waits in its slot, the worker looks again a tick at a
+	 * time, and the command runs once the shortage is over.  Until
+	 * 2026-12-07 the worker took the slot again at once, in a loop:
+	 * thousands of tries in the 100 ms.
+	 */
+	{
+		unsigned long long n0 = adapter_field("req_nomem"), n;
+		double t0;
+		int e;
+
+		arm_fail_hook("req_nomem");
+		t0 = now();
+		e = run(&tur, &r);
+		t0 = now() - t0;
+		n = adapter_field("req_nomem") - n0;
+		tap(!e && good(&r) && n >= 2 && n <= 100 && t0 >= 0.09, "req-nomem-waits-a-tick",
+		    "run %d host %#x scsi %#x after %.3f s, %llu tries failed", e, r.host,
+		    r.scsi, t0, n);
+	}
 	return mq_done();
 }
 
