@@ -306,6 +306,7 @@ struct vps_pcpu_stats {
 	u64 bounced;			/* READ/WRITE through bounce pages */
 	u64 batch_on;			/* workers made SCHED_BATCH */
 	u64 batch_off;			/* ... SCHED_NORMAL again */
+	u64 policy_failed;		/* ... changes that failed */
 	u64 doorbells;			/* doorbell eventfd signals */
 	u64 kick_raised;		/* ... that raised the threshold */
 	u64 coalesced;			/* interrupts held back */
@@ -442,6 +443,7 @@ void vps_kick_thr_off(struct vps_dev *dev);
 #define VPS_FAIL_WORKER		4
 #define VPS_FAIL_BACKING_NOMEM	5
 #define VPS_FAIL_REQ_NOMEM	6	/* for VPS_REQ_NOMEM_MS, not once */
+#define VPS_FAIL_SETATTR	7
 /* how long the hook "req_nomem" fails vps_req_alloc() */
 #define VPS_REQ_NOMEM_MS	100
 bool vps_fail_now(int what);

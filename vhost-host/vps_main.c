@@ -122,9 +122,9 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x cancel_busy %llu\n",
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
-	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu\n",
-		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
-		   sum.req_nomem);
+	seq_printf(m, "batch_on %llu batch_off %llu policy_failed %llu doorbells_rung %llu kick_raised %llu req_nomem %llu\n",
+		   sum.batch_on, sum.batch_off, sum.policy_failed, sum.doorbells,
+		   sum.kick_raised, sum.req_nomem);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];
@@ -268,7 +268,8 @@ err:
  * finished end as if the backing had answered -ENOMEM (the stock kernels
  * have no fault injection; tests/debug/test_failio_01 fails it for real
  * on the debug kernel); "req_nomem" makes every request allocation of the
- * next VPS_REQ_NOMEM_MS fail, a lasting shortage rather than one.
+ * next VPS_REQ_NOMEM_MS fail, a lasting shortage rather than one;
+ * "setattr" makes a worker's next change of its scheduling policy fail.
  * Nothing else makes them fail from outside, and the VMM's and the
  * guest's answers to a failure (the device stays; the guest is told; a
  * host reset fails; a realize that fails after opening us closes what it
@@ -303,6 +304,7 @@ static const char * const vps_fail_names[] = {
 	[VPS_FAIL_WORKER]	= "worker",
 	[VPS_FAIL_BACKING_NOMEM] = "backing_nomem",
 	[VPS_FAIL_REQ_NOMEM]	= "req_nomem",
+	[VPS_FAIL_SETATTR]	= "setattr",
 };
 
 static ssize_t vps_fail_write(struct file *f, const char __user *buf,

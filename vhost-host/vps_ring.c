@@ -1055,8 +1055,11 @@ static void vps_worker_policy(struct vps_queue *q)
 		return;
 	attr.sched_policy = batch ? SCHED_BATCH : SCHED_NORMAL;
 	/* a failure leaves it as it was, and the next round tries again */
-	if (sched_setattr_nocheck(current, &attr))
+	if (vps_fail_now(VPS_FAIL_SETATTR) ||
+	    sched_setattr_nocheck(current, &attr)) {
+		vps_count(q->dev, policy_failed);
 		return;
+	}
 	q->batch = batch;
 	if (batch)
 		vps_count(q->dev, batch_on);

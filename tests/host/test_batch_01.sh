@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 20
+# checks: 22
 #
 # The workers' scheduling policy (batch_workers): tests/host/vps_test
 # batch reads the queue's worker's policy (sched_getscheduler) while it
@@ -11,8 +11,10 @@
 # kept through seven single rounds and given up at the eighth; after 64
 # single rounds one round's try of SCHED_BATCH, ended by a single
 # request; batch_workers=0 keeps it SCHED_NORMAL after a batch, 2 makes
-# it SCHED_BATCH for a single request; a real-time policy set from outside
-# (SCHED_FIFO) is left alone.  Every command completes, and the
+# it SCHED_BATCH for a single request; a change of policy that fails (the
+# fail_once hook "setattr") leaves the worker as it was, counts in
+# policy_failed, and the next round makes it; a real-time policy set from
+# outside (SCHED_FIFO) is left alone.  Every command completes, and the
 # debugfs counts batch_on and batch_off follow.  The re-armed ring's
 # second look (recheck_ms) is put off for the test: a request it took
 # would be a round the policy does not count, and the counts above would

@@ -4691,6 +4691,33 @@ static int do_batch(const char *disk)
 	ok = singles(1);
 	p = policy_is(tid, SCHED_BATCH);
 	tap(ok && p == SCHED_BATCH, "batch-2-batch-for-a-single", "policy %d", p);
+
+	/*
+	 * A change of policy that fails (the hook "setattr") leaves the
+	 * worker as it was and is tried again at the next round
+	 */
+	{
+		unsigned long long nf;
+
+		set_param("batch_workers", "0");
+		ok = singles(1) && policy_is(tid, SCHED_OTHER) == SCHED_OTHER;
+		on = adapter_field("batch_on");
+		nf = adapter_field("policy_failed");
+		arm_fail_hook("setattr");
+		set_param("batch_workers", "2");
+		ok = ok && singles(1);
+		usleep(20000);
+		tap(ok && adapter_field("policy_failed") == nf + 1 &&
+		    adapter_field("batch_on") == on, "batch-setattr-fails",
+		    "ok %d, policy_failed +%llu, batch_on +%llu", ok,
+		    adapter_field("policy_failed") - nf, adapter_field("batch_on") - on);
+		ok = singles(1);
+		p = policy_is(tid, SCHED_BATCH);
+		tap(ok && p == SCHED_BATCH && adapter_field("batch_on") == on + 1 &&
+		    adapter_field("policy_failed") == nf + 1, "batch-setattr-retried",
+		    "policy %d, batch_on +%llu, policy_failed +%llu", p,
+		    adapter_field("batch_on") - on, adapter_field("policy_failed") - nf);
+	}
 	tap(!set_param("batch_workers", "1"), "batch-param-back", "%s", strerror(errno));
 
 	/* a policy the administrator gave the worker is left alone */
