@@ -119,17 +119,21 @@ stuck_case no-qemu 120 0 0 'sg_vpd' no
 check no-qemu-not-frozen test ! -s "$w/st-no-qemu.res"
 
 # --- vps_inner_wait_console: by the clock, and not for a silent console --
-wc_case() { # console age (s), regex, seconds; prints status and time taken
-	local t0
+wc_case() { # console age (s), regex, seconds; prints status and time taken (s)
+	local t0 rc
 	printf 'boot\r\nVPS-MARK here\r\n' > "/tmp/$s.console"
 	touch -d "@$(( $(date +%s) - $1 ))" "/tmp/$s.console"
-	t0=$(date +%s)
+	t0=$(date +%s%3N)
 	busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_inner_wait_console $s '$2' $3" > "$w/wc.out" 2>&1
-	echo "$? $(( $(date +%s) - t0 ))"
+	rc=$?
+	echo "$(( $(date +%s%3N) - t0 ))" > "$w/wc.ms"
+	echo "$rc $(( ($(date +%s%3N) - t0) / 1000 ))"
 	sed 's/^/# wait_console: /' "$w/wc.out" >&2
 }
+# at once: the first look finds it, before the loop's 1-s sleep (whole
+# seconds measured across a second's edge said 1 under a loaded gate)
 r=$(wc_case 0 'VPS-MARK here' 30)
-check wait-console-found test "$r" = "0 0"
+check wait-console-found sh -c "[ '${r% *}' = 0 ] && [ $(cat "$w/wc.ms") -lt 1000 ]"
 r=$(wc_case 5 'VPS-MARK never' 3)
 check wait-console-by-clock sh -c "[ '${r% *}' = 1 ] && [ ${r#* } -ge 2 ] && [ ${r#* } -le 5 ]"
 r=$(wc_case 200 'VPS-MARK never' 600)
