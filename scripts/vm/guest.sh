@@ -498,6 +498,15 @@ vps_mark() {
 # its windows with it in the host VM, bench-inner.sh its guest's clock)
 vps_up_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 
+# vps_field KEY FILE...: the number after KEY in an adapter's debugfs
+# file, found by its key: a field added to a line moves the others
+# (d1b76cc: a test that read them by position broke)
+vps_field() {
+	_vf_k=$1
+	shift
+	awk -v k="$_vf_k" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$@"
+}
+
 # vps_ack_port NAME: make the fifos NAME's answers go through (if not
 # there) and print the QEMU arguments of its "vps.ack" port, port 2 of
 # the virtio-serial device "vser" (vps_inner_start; tests/harness/

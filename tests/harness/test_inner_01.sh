@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 35
+# checks: 37
 #
 # vps_inner_wait (scripts/vm/guest.sh) on a fake inner guest whose own
 # checks failed, run in busybox sh as in a host VM, without booting one.
@@ -25,7 +25,9 @@
 # kills the fake QEMU in every case.  And vps_inner_wait_console: it
 # returns at once when the line is there, waits by the clock, and gives
 # up at once on a console silent for 180 s; vps_inner_wait_mark waits for
-# its mark, not for a longer one that starts with it.
+# its mark, not for a longer one that starts with it.  vps_field reads an
+# adapter's debugfs field by its key, wherever on its line it is (a test
+# that read by position broke when a field was added, d1b76cc).
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 n=vpsinner$$
 w=$(mktemp -d /tmp/vps-inner-XXXXXX)
@@ -166,3 +168,9 @@ check wait-mark-not-a-longer-one-lf test "$(wm_case 'VPS-MARK end-r2-rr32-ours-m
 check wait-mark-crlf test "$(wm_case 'VPS-MARK start-r2-rr32-ours-mq1q\r\nVPS-MARK start-r2-rr32-ours-mq\r\n' start-r2-rr32-ours-mq)" = 0
 check wait-mark-lf-last test "$(wm_case 'boot\nVPS-MARK end-qd1' end-qd1)" = 0
 check wait-mark-the-longer-one test "$(wm_case 'VPS-MARK start-r2-rr32-ours-mq\r\nVPS-MARK start-r2-rr32-ours-mq1q\r\n' start-r2-rr32-ours-mq1q)" = 0
+
+# --- vps_field: by key, not by position --
+printf 'kicks 1 requests 2 completions 3 calls 4\nbounced 5 stale_posted 6 calls_suppressed 7 features 0x2\nbatch_on 8 batch_off 9 new_one 10 doorbells_rung 11 kick_raised 12\n' > "$w/adapter"
+vf() { busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_field $1 '$w/adapter'"; }
+check field-by-key test "$(vf doorbells_rung) $(vf kick_raised) $(vf calls) $(vf calls_suppressed) $(vf features)" = "11 12 4 7 0x2"
+check field-absent test -z "$(vf not_there)"
