@@ -122,7 +122,7 @@ static int vps_dev_show(struct seq_file *m, void *v)
 	seq_printf(m, "bounced %llu stale_posted %llu calls_suppressed %llu features %#x cancel_busy %llu\n",
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
-	/* tests read these lines' fields by position: new ones go last */
+	/* new fields go last: scripts that read by position are not all gone */
 	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu\n",
 		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
 		   sum.req_nomem, sum.policy_failed);

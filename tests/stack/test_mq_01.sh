@@ -198,7 +198,7 @@ if vps_inner_wait_mark mq stale 300; then
 	echo 10 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 	vps_inner_ack mq stale
 	vps_inner_wait_mark mq stale-done 300 &&
-		t_equal stale-posted "$(awk '/stale_posted/ {print $4}' "$a")" 10
+		t_equal stale-posted "$(vps_field stale_posted "$a")" 10
 	echo 0 > /sys/kernel/debug/vhost_pvscsi/stale_completions
 	vps_inner_ack mq stale-done
 fi
