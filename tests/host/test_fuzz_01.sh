@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 31
+# checks: 16
 #
 # The ring fuzzer's bounded slice (tests/host/vps_fuzz.c): a fixed seed
 # for 10 s (the same stream every run), then a fresh seed for
@@ -18,9 +18,10 @@
 # and a read-only brd LUN.  Every completion valid, once and on the
 # queue it was posted on, no hang in a sane epoch, the gauges at 0 after
 # every close, every run reached the queues, the module unloads.
-# Five short runs (300 iterations) reach the queues too, a refused set-up
-# included: seeds that each missed the refusal when it was left to a
-# 1-in-7 draw (a slow debug-kernel run failed that way).
+# A run's first refused queue set-up is made sure of (vps_fuzz.c
+# add_queue): left to a 1-in-7 draw, a slow debug-kernel run missed it.
+# No short run checks that here: how far a short run gets depends on
+# timing (300 iterations reached the queues once under a loaded gate).
 # The fresh seed is in the check's name: replay it with VPS_FUZZ_SEED=N.
 # In the gate (tests/run --tier gate) the "fresh" seed is a fixed one too:
 # the gate must fail only on a change, and fresh seeds run in check-full.
@@ -48,9 +49,6 @@ t_check load vps_load vhost_pvscsi
 fz() { vps_fuzz "\$@" /dev/nullb0 /mnt/f/lun.img /dev/ram0; }
 t_tap seed-1 fz --seed 1 --seconds 10 --iterations 100000000
 t_tap seed-$seed fz --seed $seed --seconds $secs --iterations 100000000
-for s in 6 9 10 12 13; do
-	t_tap short-seed-\$s fz --seed \$s --iterations 300
-done
 export DM_DISABLE_UDEV=1
 t_check dm-delay sh -c "echo '0 \$(cat /sys/block/nullb0/size) delay /dev/nullb0 0 3' | dmsetup create slow --noudevsync"
 t_tap slow-seed-$((seed + 1)) vps_fuzz --seed $((seed + 1)) --seconds 10 --iterations 100000000 \
