@@ -447,6 +447,7 @@ void vps_kick_thr_off(struct vps_dev *dev);
 /* how long the hook "req_nomem" fails vps_req_alloc() */
 #define VPS_REQ_NOMEM_MS	100
 bool vps_fail_now(int what);
+bool vps_fail_req_nomem(void);
 
 /*
  * the control path's lock: dev->mutex, then every queue's; and the

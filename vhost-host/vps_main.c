@@ -284,15 +284,19 @@ bool vps_fail_now(int what)
 {
 	if (!READ_ONCE(vps_fail_once))
 		return false;
-	if (what != VPS_FAIL_REQ_NOMEM)
-		return test_and_clear_bit(what, &vps_fail_once);
-	if (!test_bit(what, &vps_fail_once))
+	return test_and_clear_bit(what, &vps_fail_once);
+}
+
+/* "req_nomem" lasts until its end, where the other hooks fail once */
+bool vps_fail_req_nomem(void)
+{
+	if (likely(!test_bit(VPS_FAIL_REQ_NOMEM, &vps_fail_once)))
 		return false;
 	/* pairs with vps_fail_write()'s barrier: the end is the new one */
 	smp_rmb();
 	if (time_before(jiffies, READ_ONCE(vps_req_nomem_end)))
 		return true;
-	clear_bit(what, &vps_fail_once);
+	clear_bit(VPS_FAIL_REQ_NOMEM, &vps_fail_once);
 	return false;
 }
 
@@ -322,7 +326,7 @@ static ssize_t vps_fail_write(struct file *f, const char __user *buf,
 	if (i == VPS_FAIL_REQ_NOMEM) {
 		WRITE_ONCE(vps_req_nomem_end,
 			   jiffies + msecs_to_jiffies(VPS_REQ_NOMEM_MS));
-		/* the end before the bit: vps_fail_now()'s smp_rmb() */
+		/* the end before the bit: vps_fail_req_nomem()'s smp_rmb() */
 		smp_wmb();
 	}
 	set_bit(i, &vps_fail_once);

@@ -553,7 +553,7 @@ static struct vps_req *vps_req_alloc(struct vps_queue *q)
 	struct vps_dev *dev = q->dev;
 	struct vps_req *req;
 
-	if (unlikely(vps_fail_now(VPS_FAIL_REQ_NOMEM)))
+	if (unlikely(vps_fail_req_nomem()))
 		return NULL;
 	req = kmem_cache_alloc(vps_req_cache, GFP_KERNEL);
 	if (!req)
