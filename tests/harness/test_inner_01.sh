@@ -128,8 +128,9 @@ wc_case() { # console age (s), regex, seconds; prints status and time taken (s)
 	t0=$(date +%s%3N)
 	busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_inner_wait_console $s '$2' $3" > "$w/wc.out" 2>&1
 	rc=$?
-	echo "$(( $(date +%s%3N) - t0 ))" > "$w/wc.ms"
-	echo "$rc $(( ($(date +%s%3N) - t0) / 1000 ))"
+	t0=$(( $(date +%s%3N) - t0 ))
+	echo "$t0" > "$w/wc.ms"
+	echo "$rc $(( t0 / 1000 ))"
 	sed 's/^/# wait_console: /' "$w/wc.out" >&2
 }
 # at once: the first look finds it, before the loop's 1-s sleep (whole

@@ -89,11 +89,7 @@ adapter() { ls "$D"/adapter-"$1"-* 2>/dev/null | head -1; }
 cons_all() { awk '$1 == "queue" && $3 == "cons" {s += $4} END {print s + 0}' "$1" 2>/dev/null || echo 0; }
 # field FILE KEY: KEY's value in an adapter's debugfs file (0: no file)
 field() {
-	if [ -n "$1" ] && [ -e "$1" ]; then
-		awk -v k="$2" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' "$1"
-	else
-		echo 0
-	fi
+	if [ -n "$1" ] && [ -e "$1" ]; then vps_field "$2" "$1"; else echo 0; fi
 }
 
 # migrate LABEL: move the guest from QEMU $cur to a new one; sets cur
