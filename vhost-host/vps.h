@@ -95,6 +95,17 @@ extern unsigned int vps_batch_workers;
 #define VPS_BATCH_SINGLES	8
 #define VPS_BATCH_TRY		64
 #define VPS_COALESCE_US_MAX	1000
+/*
+ * Holding the interrupt while the guest posts (module parameter hold_us,
+ * 0: off): the quiet time that ends a hold, capped here; a hold's longest
+ * span, in hold_us; the completions it lets wait; the passes that do not
+ * try one after a hold that saw no request come.
+ */
+extern unsigned int vps_hold_us;
+#define VPS_HOLD_US_MAX		5000
+#define VPS_HOLD_SPAN		8
+#define VPS_HOLD_MAX		32
+#define VPS_HOLD_RETRY		64
 #define VPS_COALESCE_MAX	16
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
@@ -221,6 +232,12 @@ struct vps_queue {
 	bool batch_try;
 	u32 took;
 	u32 singles;
+	/*
+	 * [Q] holds (vps_hold_wanted()): the last one saw requests come;
+	 * doorbell passes before the next try
+	 */
+	bool hold_fruitful;
+	u32 hold_skip;
 	/* the worker's wake-up reasons; lock-free producers */
 	unsigned long events;
 #define VPS_EV_KICK	0			/* the doorbell */
@@ -313,6 +330,9 @@ struct vps_pcpu_stats {
 	u64 stale_posted;		/* the stale_completions hook's */
 	u64 cancel_busy;		/* discards an abort/reset answered BUSY */
 	u64 req_nomem;			/* descriptors left for want of memory */
+	u64 held;			/* interrupts held while the guest posts */
+	u64 held_got;			/* ... requests that came meanwhile */
+	u64 hold_wasted;		/* ... holds that saw none come */
 };
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);

@@ -62,6 +62,10 @@ unsigned int vps_coalesce_us;
 module_param_named(coalesce_us, vps_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(coalesce_us,
 		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 1000): fewer guest interrupts per I/O where the backing keeps requests in flight, none held at queue depth 1");
+unsigned int vps_hold_us;
+module_param_named(hold_us, vps_hold_us, uint, 0644);
+MODULE_PARM_DESC(hold_us,
+		 "While the guest is still posting requests, hold the interrupt for what completed until this many microseconds pass without a new one (0: off, the default; at most 5000): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
 unsigned int vps_batch_workers = 1;
 module_param_named(batch_workers, vps_batch_workers, uint, 0644);
 MODULE_PARM_DESC(batch_workers,
@@ -123,9 +127,10 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
 	/* new fields go last: scripts that read by position are not all gone */
-	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu\n",
+	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu held %llu held_got %llu hold_wasted %llu\n",
 		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
-		   sum.req_nomem, sum.policy_failed);
+		   sum.req_nomem, sum.policy_failed, sum.held, sum.held_got,
+		   sum.hold_wasted);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];

@@ -669,47 +669,118 @@ bad:
 	return true;
 }
 
+/* a doorbell's pass watching its dry ring: vps_poll_ring()'s state */
+struct vps_watch {
+	u64 end;		/* local_clock(): when the poll_us watch ends */
+	u64 hold_end;		/* ... when a hold ends, whatever comes */
+	u32 took;		/* requests the pass took */
+	u32 got;		/* ... that came while it held */
+	bool hold;		/* holding the interrupt (hold_us) */
+};
+
 /*
- * Busy-poll (poll_us) before re-arming the doorbell: watch the request ring
- * until @end (set on the first call of a pass), posting completions as
- * they come, so that a guest at queue depth 1 finds its completion at
- * once and its next request is seen without a doorbell or a wake-up (the
- * doorbell threshold stays high meanwhile).  True when a request came;
+ * Hold the interrupt while the guest is still posting (hold_us)?  With a
+ * vCPU of its own, the worker wakes at the guest's first doorbell, takes
+ * the one or few requests there, completes them at once (null_blk, the
+ * page cache) and interrupts: a queue-depth-32 guest then rings and takes
+ * an interrupt every 1.6-3.7 requests (Documentation/bench/
+ * host-2cpu-2026-12-07.md).  A guest that posts a batch is still posting
+ * when its first requests complete, so their interrupt waits for the
+ * rest.  Only where it pays: a pass that took two or more, or after a
+ * hold that saw requests come.  A queue-depth-1 guest never posts two,
+ * and a hold that saw nothing come (the guest had posted all it had: a
+ * worker that shares the vCPU's CPU runs only once it halts) is not
+ * tried again for VPS_HOLD_RETRY passes.
+ */
+static bool vps_hold_wanted(struct vps_queue *q, const struct vps_watch *pl)
+{
+	if (q->dev->cancel.on)
+		return false;
+	if (q->hold_fruitful)
+		return true;
+	if (q->hold_skip) {
+		q->hold_skip--;
+		return false;
+	}
+	return pl->took >= 2;
+}
+
+/* a hold ended: did requests come while it held? */
+static void vps_hold_done(struct vps_queue *q, struct vps_watch *pl)
+{
+	if (!pl->hold)
+		return;
+	pl->hold = false;
+	q->hold_fruitful = pl->got > 0;
+	if (!pl->got) {
+		q->hold_skip = VPS_HOLD_RETRY;
+		vps_count(q->dev, hold_wasted);
+	}
+}
+
+/*
+ * Busy-poll before re-arming the doorbell: watch the request ring, so
+ * that a guest's next request is seen without a doorbell or a wake-up
+ * (the doorbell threshold stays high meanwhile).  Two watches: poll_us
+ * (from the pass's first look), where completions are posted and
+ * signalled as they come, for a queue-depth-1 guest; and a hold (hold_us,
+ * vps_hold_wanted()), where the interrupt waits until hold_us pass
+ * without a request, VPS_HOLD_MAX completions wait, or VPS_HOLD_SPAN
+ * hold_us have passed since the hold began.  True when a request came;
  * false once the time is up, another task wants the CPU, an ioctl wants
- * the adapter (it would wait for the whole poll), or the ring broke.
- * The clock is local_clock(), as vhost's busy-polling uses: the CPU's own
+ * the adapter (it would wait for the whole poll), or the ring broke.  The
+ * clock is local_clock(), as vhost's busy-polling uses: the CPU's own
  * counter, where ktime_get_ns() may read a device (HPET when the TSC is
  * not trusted, an MMIO exit per look in a VM).
  */
-static bool vps_poll_ring(struct vps_queue *q, u64 *end)
+static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
+	u32 hold = min_t(u32, READ_ONCE(vps_hold_us), VPS_HOLD_US_MAX);
 	struct vps_dev *dev = q->dev;
-	u64 now = local_clock();
+	u64 now = local_clock(), end, window = (u64)hold * NSEC_PER_USEC;
 
-	if (!us)
+	if (hold && !pl->hold && pl->took && vps_hold_wanted(q, pl)) {
+		pl->hold = true;
+		pl->hold_end = now + window * VPS_HOLD_SPAN;
+		vps_count(dev, held);
+	}
+	if (!us && !pl->hold)
 		return false;
-	if (!*end)
-		*end = now + (u64)us * NSEC_PER_USEC;
-	while (now < *end && !need_resched() && !vps_ctl_wants(dev)) {
+	if (!pl->end)
+		pl->end = now + (u64)us * NSEC_PER_USEC;
+	end = pl->end;
+	/* a hold watches hold_us from the last request, within its span */
+	if (pl->hold)
+		end = max(end, min(now + window, pl->hold_end));
+	while (now < end && !need_resched() && !vps_ctl_wants(dev)) {
 		if (!llist_empty(&q->done)) {
 			vps_process_done_q(q);
 			if (READ_ONCE(dev->broken) || !q->ok)
 				return false;
 		}
-		/* what this pass posted reaches the guest now, not after it */
-		if (q->need_call)
+		/*
+		 * what this pass posted reaches the guest now, not after it;
+		 * a hold lets VPS_HOLD_MAX wait
+		 */
+		if (q->need_call &&
+		    (!pl->hold || q->cmp_prod - q->call_cmp >= VPS_HOLD_MAX))
 			vps_call(q);
 		if (vps_rs_get(dev, q->req_prod_idx, &prod))
 			return false;
 		if (prod != q->req_cons) {
 			vps_count(dev, polled);
+			if (pl->hold) {
+				pl->got++;
+				vps_count(dev, held_got);
+			}
 			return true;
 		}
 		cpu_relax();
 		now = local_clock();
 	}
-	if (now < *end)
+	vps_hold_done(q, pl);
+	if (now < end)
 		vps_count(dev, poll_yield);
 	else
 		vps_count(dev, poll_idle);
@@ -731,7 +802,7 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 	struct pvscsi_req_desc d;
 	bool armed = false;
 	u32 budget = VPS_WORK_WEIGHT;
-	u64 poll_end = 0;
+	struct vps_watch pl = {};
 
 	if (peek) {
 		u32 prod;
@@ -771,7 +842,7 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 		}
 		if (!avail) {
 			/* a doorbell's pass polls (not a second look's) */
-			if (!peek && !armed && vps_poll_ring(q, &poll_end))
+			if (!peek && !armed && vps_poll_ring(q, &pl))
 				continue;
 			if (!dev->req_threshold || armed)
 				break;
@@ -843,6 +914,7 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 		if (!dev->cancel.on)
 			budget -= min(budget, vps_scsi_extra_weight(d.cdb));
 		q->req_cons++;
+		pl.took++;
 		if (vps_rs_put(dev, q->req_cons_idx, q->req_cons)) {
 			vps_break(dev, "rings state unwritable");
 			return false;
