@@ -238,6 +238,11 @@ struct vps_queue {
 	 */
 	bool hold_fruitful;
 	u32 hold_skip;
+	/*
+	 * [Q] the most requests the guest had out in the last hold that saw
+	 * requests come (0: none yet); read unlocked by debugfs
+	 */
+	u32 hold_ceiling;
 	/* the worker's wake-up reasons; lock-free producers */
 	unsigned long events;
 #define VPS_EV_KICK	0			/* the doorbell */
@@ -333,6 +338,7 @@ struct vps_pcpu_stats {
 	u64 held;			/* interrupts held while the guest posts */
 	u64 held_got;			/* ... requests that came meanwhile */
 	u64 hold_wasted;		/* ... holds that saw none come */
+	u64 held_full;			/* ... signalled at the guest's ceiling */
 };
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);

@@ -127,20 +127,20 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
 	/* new fields go last: scripts that read by position are not all gone */
-	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu held %llu held_got %llu hold_wasted %llu\n",
+	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu held %llu held_got %llu hold_wasted %llu held_full %llu\n",
 		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
 		   sum.req_nomem, sum.policy_failed, sum.held, sum.held_got,
-		   sum.hold_wasted);
+		   sum.hold_wasted, sum.held_full);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];
 
 		/* keys of their own: scripts look keys up across the file */
-		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d\n",
+		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d hold_ceiling %u\n",
 			   i, READ_ONCE(q->req_cons), READ_ONCE(q->cmp_prod),
 			   READ_ONCE(q->nr_inflight), READ_ONCE(q->kicks),
 			   READ_ONCE(q->requests), READ_ONCE(q->calls),
-			   READ_ONCE(q->worker_tid));
+			   READ_ONCE(q->worker_tid), READ_ONCE(q->hold_ceiling));
 	}
 	return 0;
 }

@@ -675,6 +675,7 @@ struct vps_watch {
 	u64 hold_end;		/* ... when a hold ends, whatever comes */
 	u32 took;		/* requests the pass took */
 	u32 got;		/* ... that came while it held */
+	u32 out_max;		/* the most the guest had out while held */
 	bool hold;		/* holding the interrupt (hold_us) */
 };
 
@@ -705,17 +706,61 @@ static bool vps_hold_wanted(struct vps_queue *q, const struct vps_watch *pl)
 	return pl->took >= 2;
 }
 
-/* a hold ended: did requests come while it held? */
+/*
+ * The requests the guest has out: taken and not yet reaped (in flight,
+ * or completed and waiting in the completion ring).  0 when its
+ * completion consumer index is unreadable or out of bounds (a guest's
+ * value: it only times an interrupt).
+ */
+static u32 vps_hold_out(struct vps_queue *q)
+{
+	u32 cons, out;
+
+	if (vps_rs_get(q->dev, q->cmp_cons_idx, &cons))
+		return 0;
+	out = q->req_cons - cons;
+	if (out > (1u << q->req_entries_log2) + (1u << q->cmp_entries_log2))
+		return 0;
+	return out;
+}
+
+/*
+ * A hold ended: did requests come while it held?  If so, the most the
+ * guest had out is its ceiling (its queue depth, as fio's iodepth): the
+ * next holds signal once the guest has that many out and none of them
+ * is still with the backing, without waiting for hold_us of quiet.
+ */
 static void vps_hold_done(struct vps_queue *q, struct vps_watch *pl)
 {
 	if (!pl->hold)
 		return;
 	pl->hold = false;
 	q->hold_fruitful = pl->got > 0;
-	if (!pl->got) {
-		q->hold_skip = VPS_HOLD_RETRY;
-		vps_count(q->dev, hold_wasted);
+	if (pl->got) {
+		WRITE_ONCE(q->hold_ceiling, pl->out_max);
+		return;
 	}
+	q->hold_skip = VPS_HOLD_RETRY;
+	vps_count(q->dev, hold_wasted);
+}
+
+/*
+ * Signal what a watch posted now?  Always, unless held; a hold lets
+ * VPS_HOLD_MAX wait, and stops waiting when the guest is at its ceiling
+ * with nothing left at the backing: it can post no more until it reaps.
+ */
+static bool vps_hold_signal(struct vps_queue *q, struct vps_watch *pl)
+{
+	u32 out;
+
+	if (!pl->hold || q->cmp_prod - q->call_cmp >= VPS_HOLD_MAX)
+		return true;
+	out = vps_hold_out(q);
+	pl->out_max = max(pl->out_max, out);
+	if (q->hold_ceiling < 2 || out < q->hold_ceiling || q->nr_inflight)
+		return false;
+	vps_count(q->dev, held_full);
+	return true;
 }
 
 /*
@@ -725,8 +770,8 @@ static void vps_hold_done(struct vps_queue *q, struct vps_watch *pl)
  * (from the pass's first look), where completions are posted and
  * signalled as they come, for a queue-depth-1 guest; and a hold (hold_us,
  * vps_hold_wanted()), where the interrupt waits until hold_us pass
- * without a request, VPS_HOLD_MAX completions wait, or VPS_HOLD_SPAN
- * hold_us have passed since the hold began.  True when a request came;
+ * without a request, the guest is at its ceiling (vps_hold_signal()), or
+ * VPS_HOLD_SPAN hold_us have passed since the hold began.  True when a request came;
  * false once the time is up, another task wants the CPU, an ioctl wants
  * the adapter (it would wait for the whole poll), or the ring broke.  The
  * clock is local_clock(), as vhost's busy-polling uses: the CPU's own
@@ -759,12 +804,8 @@ static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 			if (READ_ONCE(dev->broken) || !q->ok)
 				return false;
 		}
-		/*
-		 * what this pass posted reaches the guest now, not after it;
-		 * a hold lets VPS_HOLD_MAX wait
-		 */
-		if (q->need_call &&
-		    (!pl->hold || q->cmp_prod - q->call_cmp >= VPS_HOLD_MAX))
+		/* what this pass posted reaches the guest now, not after it */
+		if (q->need_call && vps_hold_signal(q, pl))
 			vps_call(q);
 		if (vps_rs_get(dev, q->req_prod_idx, &prod))
 			return false;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 21
+# checks: 22
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives
@@ -23,7 +23,9 @@
 # doorbell by the same rule, reaped in the interrupt as vmw_pvscsi does:
 # 10 batches take one interrupt each (within 200), and requests came
 # while held (a module that does not hold has none), unless the batches
-# formed by themselves without hold_us (the debug kernel); a queue-depth-1 guest after them is held once at most; every
+# formed by themselves without hold_us (the debug kernel), and later
+# batches are signalled once all 8 are out (the ceiling a hold learnt),
+# not after hold_us of quiet; a queue-depth-1 guest after them is held once at most; every
 # request completes once; hold_us is 0 again afterwards, and the module
 # unloads.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"

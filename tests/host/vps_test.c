@@ -3186,7 +3186,9 @@ static int do_poll(const char *disk)
  * HOLD_TRIES batches until HOLD_WANT took one interrupt each.  A module
  * that does not hold takes no request while holding (held_got), where
  * the batches do not form by themselves (HOLD_WANT / 2 of them without
- * hold_us: a slow kernel, whose worker wakes once the batch is posted).  A queue-depth-1
+ * hold_us: a slow kernel, whose worker wakes once the batch is posted);
+ * once a hold learnt the batch, the interrupt goes when the guest has
+ * all 8 out (held_full), not after HOLD_US of quiet.  A queue-depth-1
  * guest after them is held once at most (the first request finds the
  * hold learned from the batches, sees nothing come, and holding stops).
  * Every request completes once.  HOLD_US is the module's cap.
@@ -3297,6 +3299,8 @@ static int do_hold(const char *disk)
 	printf("# with it %d of %d (%ld), held %llu, requests come while held %llu, wasted %llu\n",
 	       single_on, n_on, calls_on, adapter_field("held"),
 	       adapter_field("held_got") - got0, adapter_field("hold_wasted"));
+	printf("# signalled at the ceiling %llu, the ceiling %llu\n",
+	       adapter_field("held_full"), adapter_field("hold_ceiling"));
 	tap(single_off >= 0 && single_on >= HOLD_WANT, "hold-one-interrupt-a-batch",
 	    "%d of %d batches (want %d)", single_on, n_on, HOLD_WANT);
 	/*
@@ -3306,6 +3310,13 @@ static int do_hold(const char *disk)
 	tap(adapter_field("held_got") > got0 || single_off >= HOLD_WANT / 2,
 	    "hold-requests-came-while-held", "%llu, %d of %d batches whole without",
 	    adapter_field("held_got") - got0, single_off, n_off);
+	/*
+	 * the first hold that saw requests come learnt the batch (8 out):
+	 * later batches are signalled once 8 are out, not after 5 ms quiet
+	 */
+	tap(adapter_field("held_full") > 0 || single_off >= HOLD_WANT / 2,
+	    "hold-signalled-at-ceiling", "%llu, the ceiling %llu",
+	    adapter_field("held_full"), adapter_field("hold_ceiling"));
 	held1 = adapter_field("held");
 	wasted1 = adapter_field("hold_wasted");
 	for (i = 0; i < 20 && !bad; i++) {
