@@ -110,9 +110,12 @@ vps_wait() {
 }
 
 # vps_eh_count ADAPTER_DEBUGFS: the aborts plus resets the module has
-# served on that adapter (what a guest's SCSI error handler sends)
+# served on that adapter (what a guest's SCSI error handler sends), by
+# key as vps_field (0: no such file)
 vps_eh_count() {
-	awk '/^aborts / {print $2 + $4; f = 1} END {if (!f) print 0}' "$1"
+	[ -e "$1" ] || { echo 0; return; }
+	awk '{ for (i = 1; i < NF; i++) if ($i == "aborts" || $i == "resets") s += $(i + 1) }
+	     END { print s + 0 }' "$1"
 }
 
 # vps_sd_dev H:C:T:L -> sdX (empty when absent)

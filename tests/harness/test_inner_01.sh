@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612
 # gate: 612
-# checks: 37
+# checks: 39
 #
 # vps_inner_wait (scripts/vm/guest.sh) on a fake inner guest whose own
 # checks failed, run in busybox sh as in a host VM, without booting one.
@@ -175,3 +175,9 @@ printf 'kicks 1 requests 2 completions 3 calls 4\nbounced 5 stale_posted 6 calls
 vf() { busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_field $1 '$w/adapter'"; }
 check field-by-key test "$(vf doorbells_rung) $(vf kick_raised) $(vf calls) $(vf calls_suppressed) $(vf features)" = "11 12 4 7 0x2"
 check field-absent test -z "$(vf not_there)"
+# vps_eh_count: aborts plus resets by key, a field put between them (it
+# added the 1st and 3rd numbers of their line until 2026-12-07)
+printf 'kicks 1 requests 2\naborts 3 new_one 40 resets 5 msgs 6\n' > "$w/adapter"
+eh() { busybox sh -c ". '$TOP/scripts/vm/guest.sh'; vps_eh_count '$1'"; }
+check eh-count-by-key test "$(eh "$w/adapter")" = 8
+check eh-count-no-file test "$(eh "$w/none")" = 0
