@@ -65,7 +65,7 @@ MODULE_PARM_DESC(coalesce_us,
 unsigned int vps_hold_us;
 module_param_named(hold_us, vps_hold_us, uint, 0644);
 MODULE_PARM_DESC(hold_us,
-		 "While the guest is still posting requests, hold the interrupt for what completed until this many microseconds pass without a new one (0: off, the default; at most 5000): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
+		 "While the guest is still posting requests, hold the interrupt for what completed until it has as many out as in its last batch, or this many microseconds pass without a new one (0: off, the default; at most 5000; 2000 under nested emulation): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
 unsigned int vps_batch_workers = 1;
 module_param_named(batch_workers, vps_batch_workers, uint, 0644);
 MODULE_PARM_DESC(batch_workers,

@@ -769,14 +769,14 @@ static bool vps_hold_signal(struct vps_queue *q, struct vps_watch *pl)
  * (the doorbell threshold stays high meanwhile).  Two watches: poll_us
  * (from the pass's first look), where completions are posted and
  * signalled as they come, for a queue-depth-1 guest; and a hold (hold_us,
- * vps_hold_wanted()), where the interrupt waits until hold_us pass
- * without a request, the guest is at its ceiling (vps_hold_signal()), or
- * VPS_HOLD_SPAN hold_us have passed since the hold began.  True when a request came;
- * false once the time is up, another task wants the CPU, an ioctl wants
- * the adapter (it would wait for the whole poll), or the ring broke.  The
- * clock is local_clock(), as vhost's busy-polling uses: the CPU's own
- * counter, where ktime_get_ns() may read a device (HPET when the TSC is
- * not trusted, an MMIO exit per look in a VM).
+ * vps_hold_wanted()), where the interrupt waits until the guest is at
+ * its ceiling (vps_hold_signal()), hold_us pass without a request, or
+ * VPS_HOLD_SPAN hold_us have passed since the hold began.  True when a
+ * request came; false once the time is up, another task wants the CPU,
+ * an ioctl wants the adapter (it would wait for the whole poll), or the
+ * ring broke.  The clock is local_clock(), as vhost's busy-polling uses:
+ * the CPU's own counter, where ktime_get_ns() may read a device (HPET
+ * when the TSC is not trusted, an MMIO exit per look in a VM).
  */
 static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 {
