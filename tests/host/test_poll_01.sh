@@ -25,9 +25,9 @@
 # while held (a module that does not hold has none), unless the batches
 # formed by themselves without hold_us (the debug kernel), and later
 # batches are signalled once all 8 are out (the ceiling a hold learnt),
-# not after hold_us of quiet; a queue-depth-1 guest after them is held once at most; every
-# request completes once; hold_us is 0 again afterwards, and the module
-# unloads.
+# not after hold_us of quiet; a queue-depth-1 guest after them is held
+# once at most; every request completes once; hold_us is 0 again
+# afterwards, and the module unloads.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk

@@ -3115,8 +3115,8 @@ static void check_ctl_storm(void)
 	       quiet, quiet_ms, got, calls, storm_ms);
 	/*
 	 * a storm: ten calls or more per request served (the debug kernel's
-	 * slower ioctl made 850 and 903 with another VM running beside it, failing the
-	 * 1000 this wanted until 2026-12-07)
+	 * slower ioctl made 850 and 903 with another VM running beside it,
+	 * failing the 1000 this wanted until 2026-12-07)
 	 */
 	tap(quiet == STORM_TURS && got == STORM_TURS && calls >= 10 * STORM_TURS,
 	    "ioctl-storm-does-not-starve-the-worker",
