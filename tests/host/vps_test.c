@@ -2987,6 +2987,14 @@ static int split_cpus(void)
  */
 #define POLL_US "20000"
 
+/* the doorbell only when the requests not taken reach the threshold */
+static void kick_by_rule(void)
+{
+	if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
+	    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
+		kick();
+}
+
 /*
  * One request as a guest at queue depth 1 sends it: the doorbell only
  * when the threshold asks for it, then its completion spun for; 1 when it
@@ -2998,9 +3006,7 @@ static int poll_one(const struct cmd *c, int i)
 	struct result r;
 
 	put_req(c, ctx, i % 64);
-	if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
-	    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
-		kick();
+	kick_by_rule();
 	return get_cmps_how(&r, 1, 5000, true) == 1 && r.context == ctx && good(&r);
 }
 
@@ -3203,14 +3209,6 @@ static int do_poll(const char *disk)
 #define HOLD_TRIES 200
 #define HOLD_BATCH 8
 #define HOLD_GAP_US 100
-
-/* the doorbell only when the requests not taken reach the threshold */
-static void kick_by_rule(void)
-{
-	if ((uint32_t)(req_prod - __atomic_load_n(&rs->req_cons_idx, __ATOMIC_ACQUIRE)) >=
-	    __atomic_load_n(&rs->req_call_threshold, __ATOMIC_ACQUIRE))
-		kick();
-}
 
 /*
  * @n completions as vmw_pvscsi takes them: in its interrupt handler, so
