@@ -234,7 +234,8 @@ struct vps_queue {
 	u32 singles;
 	/*
 	 * [Q] holds (vps_hold_wanted()): the last one saw requests come;
-	 * doorbell passes before the next try
+	 * doorbell passes before the next try (read unlocked by debugfs).
+	 * Both, and hold_ceiling, start again with new rings.
 	 */
 	bool hold_fruitful;
 	u32 hold_skip;

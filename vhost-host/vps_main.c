@@ -136,11 +136,12 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		const struct vps_queue *q = &dev->q[i];
 
 		/* keys of their own: scripts look keys up across the file */
-		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d hold_ceiling %u\n",
+		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d hold_ceiling %u hold_skip %u\n",
 			   i, READ_ONCE(q->req_cons), READ_ONCE(q->cmp_prod),
 			   READ_ONCE(q->nr_inflight), READ_ONCE(q->kicks),
 			   READ_ONCE(q->requests), READ_ONCE(q->calls),
-			   READ_ONCE(q->worker_tid), READ_ONCE(q->hold_ceiling));
+			   READ_ONCE(q->worker_tid), READ_ONCE(q->hold_ceiling),
+			   READ_ONCE(q->hold_skip));
 	}
 	return 0;
 }

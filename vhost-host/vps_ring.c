@@ -677,6 +677,7 @@ struct vps_watch {
 	u32 got;		/* ... that came while it held */
 	u32 out_max;		/* the most the guest had out while held */
 	bool hold;		/* holding the interrupt (hold_us) */
+	bool skipped;		/* the pass counted hold_skip down */
 };
 
 /*
@@ -691,16 +692,21 @@ struct vps_watch {
  * hold that saw requests come.  A queue-depth-1 guest never posts two,
  * and a hold that saw nothing come (the guest had posted all it had: a
  * worker that shares the vCPU's CPU runs only once it halts) is not
- * tried again for VPS_HOLD_RETRY passes.
+ * tried again for VPS_HOLD_RETRY passes.  Passes, not looks: with poll_us
+ * a pass looks at its dry ring once per request a queue-depth-1 guest
+ * posts, and counting looks would end the wait that many times sooner.
  */
-static bool vps_hold_wanted(struct vps_queue *q, const struct vps_watch *pl)
+static bool vps_hold_wanted(struct vps_queue *q, struct vps_watch *pl)
 {
 	if (q->dev->cancel.on)
 		return false;
 	if (q->hold_fruitful)
 		return true;
 	if (q->hold_skip) {
-		q->hold_skip--;
+		if (!pl->skipped) {
+			pl->skipped = true;
+			WRITE_ONCE(q->hold_skip, q->hold_skip - 1);
+		}
 		return false;
 	}
 	return pl->took >= 2;
@@ -740,7 +746,7 @@ static void vps_hold_done(struct vps_queue *q, struct vps_watch *pl)
 		WRITE_ONCE(q->hold_ceiling, pl->out_max);
 		return;
 	}
-	q->hold_skip = VPS_HOLD_RETRY;
+	WRITE_ONCE(q->hold_skip, VPS_HOLD_RETRY);
 	vps_count(q->dev, hold_wasted);
 }
 
@@ -1612,6 +1618,10 @@ void vps_drop_queues(struct vps_dev *dev, u32 from)
 		}
 		clear_bit(VPS_EV_CALL, &q->events);
 		q->stale_armed = false;
+		/* what holds learnt was the old rings' guest's */
+		q->hold_fruitful = false;
+		WRITE_ONCE(q->hold_skip, 0);
+		WRITE_ONCE(q->hold_ceiling, 0);
 		q->req_cons = 0;
 		q->cmp_prod = 0;
 		memset(q->req_pages, 0, sizeof(q->req_pages));

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 22
+# checks: 26
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives
@@ -26,8 +26,11 @@
 # formed by themselves without hold_us (the debug kernel), and later
 # batches are signalled once all 8 are out (the ceiling a hold learnt),
 # not after hold_us of quiet; a queue-depth-1 guest after them is held
-# once at most; every request completes once; hold_us is 0 again
-# afterwards, and the module unloads.
+# once at most; with poll_us on, the passes a wasted hold waits out are
+# counted once a pass (the drop in hold_skip at most the doorbells rung),
+# not once per request the pass took; every request completes once;
+# hold_us is 0 again afterwards; new rings keep nothing the holds learnt
+# (hold_skip and hold_ceiling 0), and the module unloads.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk
