@@ -97,15 +97,24 @@ extern unsigned int vps_batch_workers;
 #define VPS_COALESCE_US_MAX	1000
 /*
  * Holding the interrupt while the guest posts (module parameter hold_us,
- * 0: off): the quiet time that ends a hold, capped here; a hold's longest
- * span, in hold_us; the completions it lets wait; the passes that do not
- * try one after a hold that saw no request come.
+ * 0: off): the most quiet time that ends a hold, capped here; the window
+ * in the guest's mean gaps between requests (hold_gaps, 0: hold_us
+ * itself), the least window, the most halvings of hold_us while no gap
+ * is known, and the windows within which a gap a hold just missed
+ * counts; a hold's longest span, in windows; the completions it lets
+ * wait; the most passes that do not try one after holds that saw no
+ * request come.
  */
 extern unsigned int vps_hold_us;
+extern unsigned int vps_hold_gaps;
 #define VPS_HOLD_US_MAX		5000
+#define VPS_HOLD_GAPS_MAX	64
+#define VPS_HOLD_FLOOR_NS	(20 * NSEC_PER_USEC)
+#define VPS_HOLD_BLIND_MAX	3
+#define VPS_HOLD_MISSED		4
 #define VPS_HOLD_SPAN		8
 #define VPS_HOLD_MAX		32
-#define VPS_HOLD_RETRY		64
+#define VPS_HOLD_RETRY		1024
 #define VPS_COALESCE_MAX	16
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
@@ -239,6 +248,21 @@ struct vps_queue {
 	 */
 	bool hold_fruitful;
 	u32 hold_skip;
+	u32 hold_misses;		/* [Q] holds in a row that saw none */
+	/*
+	 * [Q] the running mean of the gaps between requests seen while
+	 * holding, in ns (0: none seen yet; read unlocked by debugfs); until
+	 * one is, the window is hold_us halved per hold that saw nothing come
+	 */
+	u64 hold_gap_ns;
+	u32 hold_blind;
+	/*
+	 * [Q] local_clock() of the last request a hold saw (or its start)
+	 * when it ended with nothing held back: the guest was not waiting
+	 * for us, so the time to its next request is one of its gaps, one a
+	 * hold's window missed (0: none to measure)
+	 */
+	u64 hold_since;
 	/*
 	 * [Q] the most requests the guest had out in the last hold that saw
 	 * requests come (0: none yet); read unlocked by debugfs

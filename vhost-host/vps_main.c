@@ -65,7 +65,11 @@ MODULE_PARM_DESC(coalesce_us,
 unsigned int vps_hold_us;
 module_param_named(hold_us, vps_hold_us, uint, 0644);
 MODULE_PARM_DESC(hold_us,
-		 "While the guest is still posting requests, hold the interrupt for what completed until it has as many out as in its last batch, or this many microseconds pass without a new one (0: off, the default; at most 5000; 2000 under nested emulation): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
+		 "While the guest is still posting requests, hold the interrupt for what completed until it has as many out as in its last batch, or a window (hold_gaps) passes without a new one; the window at most this many microseconds (0: off, the default; at most 5000; 2000 under nested emulation): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
+unsigned int vps_hold_gaps = 16;
+module_param_named(hold_gaps, vps_hold_gaps, uint, 0644);
+MODULE_PARM_DESC(hold_gaps,
+		 "A hold's quiet window in the guest's mean gaps between requests seen while holding, within hold_us (16, the default; at most 64; 0: hold_us itself): a few microseconds where the guest runs at full speed, milliseconds under nested emulation");
 unsigned int vps_batch_workers = 1;
 module_param_named(batch_workers, vps_batch_workers, uint, 0644);
 MODULE_PARM_DESC(batch_workers,
@@ -136,12 +140,13 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		const struct vps_queue *q = &dev->q[i];
 
 		/* keys of their own: scripts look keys up across the file */
-		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d hold_ceiling %u hold_skip %u\n",
+		seq_printf(m, "queue %u cons %u prod %u inflight %u doorbells %llu reqs %llu irqs %llu worker %d hold_ceiling %u hold_skip %u hold_gap_us %llu\n",
 			   i, READ_ONCE(q->req_cons), READ_ONCE(q->cmp_prod),
 			   READ_ONCE(q->nr_inflight), READ_ONCE(q->kicks),
 			   READ_ONCE(q->requests), READ_ONCE(q->calls),
 			   READ_ONCE(q->worker_tid), READ_ONCE(q->hold_ceiling),
-			   READ_ONCE(q->hold_skip));
+			   READ_ONCE(q->hold_skip),
+			   READ_ONCE(q->hold_gap_ns) / NSEC_PER_USEC);
 	}
 	return 0;
 }

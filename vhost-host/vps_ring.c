@@ -673,6 +673,7 @@ bad:
 struct vps_watch {
 	u64 end;		/* local_clock(): when the poll_us watch ends */
 	u64 hold_end;		/* ... when a hold ends, whatever comes */
+	u64 last;		/* ... when it began or its last request came */
 	u32 took;		/* requests the pass took */
 	u32 got;		/* ... that came while it held */
 	u32 out_max;		/* the most the guest had out while held */
@@ -692,9 +693,10 @@ struct vps_watch {
  * hold that saw requests come.  A queue-depth-1 guest never posts two,
  * and a hold that saw nothing come (the guest had posted all it had: a
  * worker that shares the vCPU's CPU runs only once it halts) is not
- * tried again for VPS_HOLD_RETRY passes.  Passes, not looks: with poll_us
- * a pass looks at its dry ring once per request a queue-depth-1 guest
- * posts, and counting looks would end the wait that many times sooner.
+ * tried again for 2, 4, ... VPS_HOLD_RETRY passes (vps_hold_done()).
+ * Passes, not looks: with poll_us a pass looks at its dry ring once per
+ * request a queue-depth-1 guest posts, and counting looks would end the
+ * wait that many times sooner.
  */
 static bool vps_hold_wanted(struct vps_queue *q, struct vps_watch *pl)
 {
@@ -741,13 +743,97 @@ static void vps_hold_done(struct vps_queue *q, struct vps_watch *pl)
 	if (!pl->hold)
 		return;
 	pl->hold = false;
+	q->hold_since = q->need_call ? 0 : pl->last;
 	q->hold_fruitful = pl->got > 0;
 	if (pl->got) {
 		WRITE_ONCE(q->hold_ceiling, pl->out_max);
+		q->hold_misses = 0;
 		return;
 	}
-	WRITE_ONCE(q->hold_skip, VPS_HOLD_RETRY);
+	/*
+	 * 2, 4, ... VPS_HOLD_RETRY passes without one as holds in a row see
+	 * nothing come: one that missed in a stream (the guest's gap longer
+	 * than the window, once) costs the stream two passes (a fixed 64
+	 * skipped 1500-2000 of a QD-32 run's 3500 doorbell passes under
+	 * nested TCG), and a guest that never posts while we hold (a
+	 * queue-depth-2 one waits for each pair) pays a window once in
+	 * VPS_HOLD_RETRY passes after ten
+	 */
+	if (q->hold_misses < ilog2(VPS_HOLD_RETRY))
+		q->hold_misses++;
+	WRITE_ONCE(q->hold_skip, 1u << q->hold_misses);
+	/*
+	 * No gap known: the next window is half this one, down to an
+	 * eighth of hold_us.  Not less: a slow guest (nested TCG) that
+	 * began with bursts that did not fill a window (a boot, mkfs) must
+	 * still be able to show its gaps to a later hold.
+	 */
+	if (!q->hold_gap_ns && q->hold_blind < VPS_HOLD_BLIND_MAX)
+		q->hold_blind++;
 	vps_count(q->dev, hold_wasted);
+}
+
+/*
+ * How long a hold waits for the guest's next request: @gaps times the
+ * mean gap between the requests that came while holding, within @cap_ns
+ * (hold_us) and VPS_HOLD_FLOOR_NS.  A guest at full speed posts a batch a
+ * few microseconds a request apart, one under nested TCG hundreds: one
+ * fixed window either costs the first a burst's end (a guest whose
+ * burst ends below its ceiling waits it out for its interrupt) or misses
+ * the second's next request.  Before any gap is known (the holds so far
+ * saw nothing come), hold_us halved per such hold, down to an eighth.
+ * @gaps 0: hold_us.
+ */
+static u64 vps_hold_window(const struct vps_queue *q, u64 cap_ns, u32 gaps)
+{
+	u64 w;
+
+	if (!gaps)
+		return cap_ns;
+	if (q->hold_gap_ns)
+		w = q->hold_gap_ns * gaps;
+	else
+		w = cap_ns >> q->hold_blind;
+	return clamp_t(u64, w, min_t(u64, VPS_HOLD_FLOOR_NS, cap_ns), cap_ns);
+}
+
+/*
+ * A request came while holding, @now: the gap since the last one (or
+ * since the hold began: the requests before it were taken earlier, so a
+ * gap no longer than the true one) joins the running mean, 1/8 each.
+ * Within the window, so one long wait does not make the next windows long.
+ */
+static void vps_hold_gap(struct vps_queue *q, u64 gap)
+{
+	u64 m = q->hold_gap_ns;
+
+	WRITE_ONCE(q->hold_gap_ns, m ? m - m / 8 + gap / 8 : gap);
+}
+
+/*
+ * Requests came after a hold that ended with nothing held back: the time
+ * since its last request is a gap its window just missed, if within
+ * VPS_HOLD_MISSED windows (only the gaps that came within one are seen
+ * otherwise, and the
+ * mean would learn short gaps only: under nested TCG the guest's turn
+ * from an interrupt to its next requests).  Longer: the guest's burst had
+ * ended.  Only once a gap seen while holding set the mean: before, the
+ * window is hold_us's, and four of those would take a real host's
+ * guest's pauses between bursts for gaps.  (Two windows did worse under
+ * nested TCG, 0.97-1.11 exits per I/O on the file, four 0.33-0.35, up to
+ * hold_us 0.35-0.71 but a real host's bursts' pauses taken for gaps:
+ * Documentation/bench/hold-gaps-2026-12-07.md.)
+ */
+static void vps_hold_gap_missed(struct vps_queue *q)
+{
+	u32 hold = min_t(u32, READ_ONCE(vps_hold_us), VPS_HOLD_US_MAX);
+	u32 gaps = min_t(u32, READ_ONCE(vps_hold_gaps), VPS_HOLD_GAPS_MAX);
+	u64 gap = local_clock() - q->hold_since;
+
+	q->hold_since = 0;
+	if (q->hold_gap_ns &&
+	    gap <= VPS_HOLD_MISSED * vps_hold_window(q, (u64)hold * NSEC_PER_USEC, gaps))
+		vps_hold_gap(q, gap);
 }
 
 /*
@@ -788,12 +874,15 @@ static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
 	u32 hold = min_t(u32, READ_ONCE(vps_hold_us), VPS_HOLD_US_MAX);
+	u32 gaps = min_t(u32, READ_ONCE(vps_hold_gaps), VPS_HOLD_GAPS_MAX);
 	struct vps_dev *dev = q->dev;
-	u64 now = local_clock(), end, window = (u64)hold * NSEC_PER_USEC;
+	u64 now = local_clock(), end, window;
 
+	window = vps_hold_window(q, (u64)hold * NSEC_PER_USEC, gaps);
 	if (hold && !pl->hold && pl->took && vps_hold_wanted(q, pl)) {
 		pl->hold = true;
 		pl->hold_end = now + window * VPS_HOLD_SPAN;
+		pl->last = now;
 		vps_count(dev, held);
 	}
 	if (!us && !pl->hold)
@@ -819,6 +908,8 @@ static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 			vps_count(dev, polled);
 			if (pl->hold) {
 				pl->got++;
+				vps_hold_gap(q, now - pl->last);
+				pl->last = now;
 				vps_count(dev, held_got);
 			}
 			return true;
@@ -861,6 +952,8 @@ static bool vps_process_ring(struct vps_queue *q, bool peek)
 		if (prod == q->req_cons)
 			return false;
 	}
+	if (q->hold_since)
+		vps_hold_gap_missed(q);
 	/* we are polling now: ask the guest not to ring the doorbell */
 	if (dev->req_threshold) {
 		vps_rs_put(dev, q->req_call_threshold, entries);
@@ -1621,6 +1714,10 @@ void vps_drop_queues(struct vps_dev *dev, u32 from)
 		/* what holds learnt was the old rings' guest's */
 		q->hold_fruitful = false;
 		WRITE_ONCE(q->hold_skip, 0);
+		WRITE_ONCE(q->hold_gap_ns, 0);
+		q->hold_blind = 0;
+		q->hold_since = 0;
+		q->hold_misses = 0;
 		WRITE_ONCE(q->hold_ceiling, 0);
 		q->req_cons = 0;
 		q->cmp_prod = 0;

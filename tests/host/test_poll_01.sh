@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 26
+# checks: 31
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives
@@ -25,7 +25,10 @@
 # while held (a module that does not hold has none), unless the batches
 # formed by themselves without hold_us (the debug kernel), and later
 # batches are signalled once all 8 are out (the ceiling a hold learnt),
-# not after hold_us of quiet; a queue-depth-1 guest after them is held
+# not after hold_us of quiet; the holds learnt a mean gap between
+# requests, and with hold_gaps 1 (the window that mean) a burst of 3 that
+# ends below the ceiling waits for its interrupt no more than the mean and
+# 2 ms; a queue-depth-1 guest after them is held
 # once at most; with poll_us on, the passes a wasted hold waits out are
 # counted once a pass (the drop in hold_skip at most the doorbells rung),
 # not once per request the pass took; every request completes once;
@@ -46,6 +49,7 @@ t_tap poll vps_test poll /dev/nullb0
 t_equal poll-us-default-again "$(cat /sys/module/vhost_pvscsi/parameters/poll_us)" 0
 t_tap hold vps_test hold /dev/nullb0
 t_equal hold-us-default-again "$(cat /sys/module/vhost_pvscsi/parameters/hold_us)" 0
+t_equal hold-gaps-default-again "$(cat /sys/module/vhost_pvscsi/parameters/hold_gaps)" 16
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean dmesg
 GUEST
