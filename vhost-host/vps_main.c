@@ -62,10 +62,10 @@ unsigned int vps_coalesce_us;
 module_param_named(coalesce_us, vps_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(coalesce_us,
 		 "Hold a completion's interrupt up to this many microseconds while other requests are in flight, for up to 16 completions (0: off, the default; at most 1000): fewer guest interrupts per I/O where the backing keeps requests in flight, none held at queue depth 1");
-unsigned int vps_hold_us;
+unsigned int vps_hold_us = 2000;
 module_param_named(hold_us, vps_hold_us, uint, 0644);
 MODULE_PARM_DESC(hold_us,
-		 "While the guest is still posting requests, hold the interrupt for what completed until it has as many out as in its last batch, or a window (hold_gaps) passes without a new one; the window at most this many microseconds (0: off, the default; at most 5000; 2000 under nested emulation): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
+		 "While the guest is still posting requests, hold the interrupt for what completed until it has as many out as in its last batch, or a window (hold_gaps) passes without a new one; the window at most this many microseconds (2000, the default; at most 5000; 0: off): one interrupt and one doorbell for a batch, where the worker has a CPU of its own");
 unsigned int vps_hold_gaps = 16;
 module_param_named(hold_gaps, vps_hold_gaps, uint, 0644);
 MODULE_PARM_DESC(hold_gaps,
