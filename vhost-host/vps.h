@@ -250,9 +250,10 @@ struct vps_queue {
 	u32 hold_skip;
 	u32 hold_misses;		/* [Q] holds in a row that saw none */
 	/*
-	 * [Q] the running mean of the gaps between requests seen while
-	 * holding, in ns (0: none seen yet; read unlocked by debugfs); until
-	 * one is, the window is hold_us halved per hold that saw nothing come
+	 * [Q] the running mean of the guest's gaps between requests, seen
+	 * while holding or just missed (vps_hold_gap()), in ns (0: none seen
+	 * yet; read unlocked by debugfs); until one is, the window is
+	 * hold_us halved hold_blind times, once per hold that saw nothing
 	 */
 	u64 hold_gap_ns;
 	u32 hold_blind;

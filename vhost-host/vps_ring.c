@@ -798,10 +798,12 @@ static u64 vps_hold_window(const struct vps_queue *q, u64 cap_ns, u32 gaps)
 }
 
 /*
- * A request came while holding, @now: the gap since the last one (or
- * since the hold began: the requests before it were taken earlier, so a
- * gap no longer than the true one) joins the running mean, 1/8 each.
- * Within the window, so one long wait does not make the next windows long.
+ * A gap between the guest's requests joins the running mean, an eighth
+ * each: one seen while holding (from the last request, or from the
+ * hold's start: the requests before it were taken earlier, so no longer
+ * than the true gap) is within the window, one just missed within
+ * VPS_HOLD_MISSED windows, so one long wait moves the mean by an eighth
+ * of that at most.
  */
 static void vps_hold_gap(struct vps_queue *q, u64 gap)
 {
@@ -813,11 +815,10 @@ static void vps_hold_gap(struct vps_queue *q, u64 gap)
 /*
  * Requests came after a hold that ended with nothing held back: the time
  * since its last request is a gap its window just missed, if within
- * VPS_HOLD_MISSED windows (only the gaps that came within one are seen
- * otherwise, and the
- * mean would learn short gaps only: under nested TCG the guest's turn
- * from an interrupt to its next requests).  Longer: the guest's burst had
- * ended.  Only once a gap seen while holding set the mean: before, the
+ * VPS_HOLD_MISSED windows (otherwise only the gaps that came within one
+ * are seen, and the mean would learn short gaps only: under nested TCG
+ * it would miss the guest's turn from an interrupt to its next
+ * requests).  Longer: the guest's burst had ended.  Only once a gap seen while holding set the mean: before, the
  * window is hold_us's, and four of those would take a real host's
  * guest's pauses between bursts for gaps.  (Two windows did worse under
  * nested TCG, 0.97-1.11 exits per I/O on the file, four 0.33-0.35, up to
@@ -1711,7 +1712,7 @@ void vps_drop_queues(struct vps_dev *dev, u32 from)
 		}
 		clear_bit(VPS_EV_CALL, &q->events);
 		q->stale_armed = false;
-		/* what holds learnt was the old rings' guest's */
+		/* what the holds learnt was the old rings' guest's */
 		q->hold_fruitful = false;
 		WRITE_ONCE(q->hold_skip, 0);
 		WRITE_ONCE(q->hold_gap_ns, 0);
