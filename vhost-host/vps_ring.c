@@ -818,9 +818,10 @@ static void vps_hold_gap(struct vps_queue *q, u64 gap)
  * VPS_HOLD_MISSED windows (otherwise only the gaps that came within one
  * are seen, and the mean would learn short gaps only: under nested TCG
  * it would miss the guest's turn from an interrupt to its next
- * requests).  Longer: the guest's burst had ended.  Only once a gap seen while holding set the mean: before, the
- * window is hold_us's, and four of those would take a real host's
- * guest's pauses between bursts for gaps.  (Two windows did worse under
+ * requests).  Longer: the guest's burst had ended.  Only once a gap
+ * seen while holding set the mean: before, the window is hold_us's, and
+ * four of those would take a real host's guest's pauses between bursts
+ * for gaps.  (Two windows did worse under
  * nested TCG, 0.97-1.11 exits per I/O on the file, four 0.33-0.35, up to
  * hold_us 0.35-0.71 but a real host's bursts' pauses taken for gaps:
  * Documentation/bench/hold-gaps-2026-12-07.md.)
