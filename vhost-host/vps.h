@@ -114,7 +114,7 @@ extern unsigned int vps_hold_gaps;
 #define VPS_HOLD_MISSED		4
 #define VPS_HOLD_SPAN		8
 #define VPS_HOLD_MAX		32
-#define VPS_HOLD_RETRY		1024
+#define VPS_HOLD_RETRY		64
 #define VPS_COALESCE_MAX	16
 #define VPS_SENSE_LEN		18
 #define VPS_SCRATCH_SIZE	8192
