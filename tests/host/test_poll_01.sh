@@ -28,9 +28,10 @@
 # not after hold_us of quiet; the holds learnt a mean gap between
 # requests, and with hold_gaps 1 (the window that mean) a burst of 3 that
 # ends below the ceiling waits for its interrupt no more than the mean and
-# 2 ms; a queue-depth-1 guest after them is held once at most; with
-# poll_us on, the passes a wasted hold waits out are
-# counted once a pass (the drop in hold_skip at most the doorbells rung),
+# 2 ms (twice the mean where that is more: the host VM's stalls); a
+# queue-depth-1 guest after them is held once at most; with poll_us on,
+# the passes a wasted hold waits out are counted once a pass (the drop in
+# hold_skip at most the doorbells rung, in a run where a pass polled),
 # not once per request the pass took; every request completes once;
 # hold_us is its default (2000) again afterwards, as the other modes of
 # vps_test leave it (they run with 0); new rings keep nothing the holds learnt
