@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 31
+# checks: 36
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives
@@ -35,7 +35,9 @@
 # not once per request the pass took; every request completes once;
 # hold_us is its default (2000) again afterwards, as the other modes of
 # vps_test leave it (they run with 0); new rings keep nothing the holds learnt
-# (hold_skip and hold_ceiling 0), and the module unloads.
+# (hold_skip and hold_ceiling 0); vps_test burst (scripts/bench-host's
+# measure of what the hold costs bursts) runs with the module as set,
+# measures both burst sizes, and refuses bad sizes; the module unloads.
 . "$(dirname "$0")/../../scripts/vm/harness.sh"
 
 vm_modules null_blk
@@ -52,6 +54,15 @@ t_equal poll-us-default-again "$(cat /sys/module/vhost_pvscsi/parameters/poll_us
 t_tap hold vps_test hold /dev/nullb0
 t_equal hold-us-default-again "$(cat /sys/module/vhost_pvscsi/parameters/hold_us)" 2000
 t_equal hold-gaps-default-again "$(cat /sys/module/vhost_pvscsi/parameters/hold_gaps)" 16
+# scripts/bench-host's burst runs: the module as it is set, both sizes
+# measured, every request completed (it exits 1 on a lost or failed
+# one), bad sizes refused
+out=$(vps_test burst /dev/nullb0 1 8,3 1000 50)
+t_equal burst-ran "$?" 0
+t_equal burst-sizes "$(echo "$out" | awk '$1 == "size" && $4 > 0 { printf "%s ", $2 }')" "8 3 "
+t_equal burst-ios "$(echo "$out" | awk '$1 == "ios" { print ($2 >= 11) }')" 1
+t_equal burst-hold-us-kept "$(cat /sys/module/vhost_pvscsi/parameters/hold_us)" 2000
+t_check_fails burst-bad-sizes vps_test burst /dev/nullb0 1 8,x 0
 t_check unload rmmod vhost_pvscsi
 vps_dmesg_clean dmesg
 GUEST

@@ -5165,6 +5165,106 @@ static int do_bench(const char *disk, int qd, double seconds, bool spin)
 	return 0;
 }
 
+/*
+ * What a hold costs a guest whose bursts end below its ceiling: bursts of
+ * 4k reads of the sizes in @sizes in turn ("8,3": the hold learns a
+ * ceiling of 8, then a burst of 3 waits a window for its interrupt), each
+ * posted @gap_us apart (0: back to back) with the doorbell by the
+ * threshold rule and reaped in the interrupt as vmw_pvscsi does, then
+ * @think_us asleep.  The module runs as it is set (scripts/bench-host
+ * sets hold_us).  Per size: the wait from the burst's last request
+ * posted to all its completions reaped, median and 99th percentile;
+ * interrupts per I/O; the holds; IOPS.
+ */
+#define BURST_MAX_SIZES 8
+#define BURST_MAX_SAMPLES 100000
+static int do_burst(const char *disk, double seconds, const char *sizes, int think_us,
+		    int gap_us)
+{
+	static double w[BURST_MAX_SIZES][BURST_MAX_SAMPLES];
+	static struct result res[64];
+	int size[BURST_MAX_SIZES], n[BURST_MAX_SIZES] = {}, nsizes = 0, k, i;
+	unsigned long long held, got, wasted;
+	uint64_t done = 0, lba, bursts = 0;
+	uint32_t seed = 1, one = 1;
+	struct vps_stats s0, s1;
+	const char *p = sizes;
+	double t0, t1;
+
+	while (*p && nsizes < BURST_MAX_SIZES) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v < 1 || v > 64 || (*end && *end != ','))
+			break;
+		size[nsizes++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	if (*p || !nsizes) {
+		fprintf(stderr, "vps_test burst: SIZES: up to %d of 1-64, commas between: '%s'\n",
+			BURST_MAX_SIZES, sizes);
+		return 2;
+	}
+	if (think_us < 0 || gap_us < 0 || seconds <= 0) {
+		fprintf(stderr, "vps_test burst: SECONDS above 0, THINK_US and GAP_US 0 or more\n");
+		return 2;
+	}
+	start_on(disk);
+	if (attach(0, 0, disk, 0, 0) || ioctl(vfd, VPS_SET_REQ_CALL_THRESHOLD, &one))
+		die("burst set-up");
+	/* the worker and this guest each on a CPU of their own, as on a host */
+	if (split_cpus())
+		die("burst: worker CPU");
+	held = adapter_field("held");
+	got = adapter_field("held_got");
+	wasted = adapter_field("hold_wasted");
+	s0 = stats();
+	t0 = now();
+	for (k = 0; now() - t0 < seconds; k = (k + 1) % nsizes) {
+		double t;
+
+		for (i = 0; i < size[k]; i++) {
+			struct cmd c;
+
+			seed = seed * 1103515245 + 12345;
+			lba = (seed % (disk_blocks / 8)) * 8;
+			c = rw16(0, lba, 8, data() + i * 4096, 512);
+			if (i && gap_us)
+				spin_us(gap_us);
+			put_req(&c, next_ctx++, i);
+			kick_by_rule();
+		}
+		t = now();
+		if (reap_on_interrupt(res, size[k], 5000) != size[k])
+			die("burst: completions missing");
+		for (i = 0; i < size[k]; i++)
+			if (!good(&res[i]))
+				die("burst: a read failed");
+		if (n[k] < BURST_MAX_SAMPLES)
+			w[k][n[k]++] = (now() - t) * 1e6;
+		done += size[k];
+		bursts++;
+		if (think_us)
+			usleep(think_us);
+	}
+	t1 = now();
+	s1 = stats();
+	printf("bursts %llu\nios %llu\niops %.0f\ncalls_per_io %.3f\n",
+	       (unsigned long long)bursts, (unsigned long long)done, done / (t1 - t0),
+	       done ? (double)(s1.calls - s0.calls) / done : 0);
+	printf("held %llu\nheld_got %llu\nhold_wasted %llu\n", adapter_field("held") - held,
+	       adapter_field("held_got") - got, adapter_field("hold_wasted") - wasted);
+	for (k = 0; k < nsizes; k++) {
+		if (!n[k])
+			continue;
+		qsort(w[k], n[k], sizeof(w[k][0]), cmp_double);
+		printf("size %d n %d p50_us %.0f p99_us %.0f\n", size[k], n[k], w[k][n[k] / 2],
+		       w[k][(int)(n[k] * 0.99)]);
+	}
+	close_adapter();
+	return 0;
+}
+
 /* @len bytes at @off of @path, read through the host's page cache */
 static int host_read(const char *path, uint64_t off, void *buf, size_t len)
 {
@@ -5501,7 +5601,7 @@ static int do_discard_abort(const char *disk, double bound_ms)
 int main(int argc, char **argv)
 {
 	/* scripts/bench-host measures the module as it is set */
-	if (argc < 2 || strcmp(argv[1], "bench"))
+	if (argc < 2 || (strcmp(argv[1], "bench") && strcmp(argv[1], "burst")))
 		hold_us_off();
 	if (argc == 5 && !strcmp(argv[1], "check"))
 		return do_check(argv[2], argv[3], argv[4]);
@@ -5531,6 +5631,9 @@ int main(int argc, char **argv)
 		return do_event(argv[2]);
 	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "spin"))) && !strcmp(argv[1], "bench"))
 		return do_bench(argv[2], atoi(argv[3]), atof(argv[4]), argc == 6);
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "burst"))
+		return do_burst(argv[2], atof(argv[3]), argv[4], atoi(argv[5]),
+				argc == 7 ? atoi(argv[6]) : 0);
 	if (argc == 7 && !strcmp(argv[1], "faults"))
 		return do_faults(argv[2], strtoull(argv[3], NULL, 0),
 				 !strcmp(argv[4], "write"), argv[5], argv[6]);
@@ -5552,6 +5655,7 @@ int main(int argc, char **argv)
 		"       vps_test close-inflight DISK\n"
 		"       vps_test hung-lun DISK DM_NAME\n"
 		"       vps_test bench DISK QD SECONDS [spin]\n"
+		"       vps_test burst DISK SECONDS SIZES THINK_US [GAP_US]\n"
 		"       vps_test poll DISK\n"
 		"       vps_test coalesce SLOW_DISK\n"
 		"       vps_test event DISK\n"
