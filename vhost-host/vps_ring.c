@@ -827,10 +827,13 @@ static void vps_hold_gap(struct vps_queue *q, u64 gap)
  * requests).  Longer: the guest's burst had ended.  Only once a gap
  * seen while holding set the mean: before, the window is hold_us's, and
  * four of those would take a real host's guest's pauses between bursts
- * for gaps.  (Two windows did worse under nested TCG, 0.97-1.11 exits
- * per I/O on the file, four 0.33-0.35; up to hold_us 0.35-0.71, but a
- * real host's pauses between bursts taken for gaps:
- * Documentation/bench/hold-gaps-2026-12-07.md.)
+ * for gaps.  (Once the mean is set, a guest whose pauses are shorter
+ * than four windows has them taken all the same, and its window grows
+ * to hold_us: scripts/bench-host's bursts 50 us a request apart, 1 ms
+ * between, Documentation/vhost-host.md item 9.)  (Two windows did worse
+ * under nested TCG, 0.97-1.11 exits per I/O on the file, four
+ * 0.33-0.35; up to hold_us 0.35-0.71, but a real host's pauses between
+ * bursts taken for gaps: Documentation/bench/hold-gaps-2026-12-07.md.)
  */
 static void vps_hold_gap_missed(struct vps_queue *q)
 {
@@ -867,9 +870,9 @@ static bool vps_hold_signal(struct vps_queue *q, struct vps_watch *pl)
  * (from the pass's first look), where completions are posted and
  * signalled as they come, for a queue-depth-1 guest; and a hold (hold_us,
  * vps_hold_wanted()), where the interrupt waits until the guest is at
- * its ceiling (vps_hold_signal()), a window (vps_hold_window()) passes
- * without a request, or VPS_HOLD_SPAN windows since the hold began.  True when a
- * request came; false once the time is up, another task wants the CPU,
+ * its ceiling (vps_hold_signal()), a window (vps_hold_window(); 0 while
+ * hold_us is 0) passes without a request, or VPS_HOLD_SPAN windows since
+ * the hold began.  True when a request came; false once the time is up, another task wants the CPU,
  * an ioctl wants the adapter (it would wait for the whole poll), or the
  * ring broke.  The clock is local_clock(), as vhost's busy-polling uses:
  * the CPU's own counter, where ktime_get_ns() may read a device (HPET
@@ -878,11 +881,10 @@ static bool vps_hold_signal(struct vps_queue *q, struct vps_watch *pl)
 static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 {
 	u32 us = min_t(u32, READ_ONCE(vps_poll_us), VPS_POLL_US_MAX), prod;
-	u32 hold = min_t(u32, READ_ONCE(vps_hold_us), VPS_HOLD_US_MAX);
 	struct vps_dev *dev = q->dev;
 	u64 now = local_clock(), end, window = vps_hold_window(q);
 
-	if (hold && !pl->hold && pl->took && vps_hold_wanted(q, pl)) {
+	if (window && !pl->hold && pl->took && vps_hold_wanted(q, pl)) {
 		pl->hold = true;
 		pl->hold_end = now + window * VPS_HOLD_SPAN;
 		pl->last = now;

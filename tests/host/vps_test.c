@@ -5119,10 +5119,17 @@ static int do_batch(const char *disk)
 	return failures ? 1 : 0;
 }
 
+/* a random 4k-aligned LBA of the disk, from the bench runs' own sequence */
+static uint64_t bench_lba(uint32_t *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return (*seed % (disk_blocks / 8)) * 8;
+}
+
 static int do_bench(const char *disk, int qd, double seconds, bool spin)
 {
 	static struct result res[256];
-	uint64_t done = 0, lba;
+	uint64_t done = 0;
 	uint32_t seed = 1, i;
 	double t0, t1;
 
@@ -5133,9 +5140,7 @@ static int do_bench(const char *disk, int qd, double seconds, bool spin)
 		qd = 1;
 	t0 = now();
 	for (i = 0; i < (uint32_t)qd; i++) {
-		seed = seed * 1103515245 + 12345;
-		lba = (seed % (disk_blocks / 8)) * 8;
-		struct cmd c = rw16(0, lba, 8, data() + i * 4096, 512);
+		struct cmd c = rw16(0, bench_lba(&seed), 8, data() + i * 4096, 512);
 
 		put_req(&c, next_ctx++, i);
 	}
@@ -5148,9 +5153,8 @@ static int do_bench(const char *disk, int qd, double seconds, bool spin)
 		/* harvest whatever else is there */
 		got += get_cmps(res + 1, (int)(rs->cmp_prod_idx - cmp_cons), 0);
 		for (k = 0; k < got; k++) {
-			seed = seed * 1103515245 + 12345;
-			lba = (seed % (disk_blocks / 8)) * 8;
-			struct cmd c = rw16(0, lba, 8, data() + (res[k].context % qd) * 4096, 512);
+			struct cmd c = rw16(0, bench_lba(&seed), 8,
+					    data() + (res[k].context % qd) * 4096, 512);
 
 			put_req(&c, next_ctx++, k);
 		}
@@ -5185,7 +5189,7 @@ static int do_burst(const char *disk, double seconds, const char *sizes, int thi
 	static struct result res[64];
 	int size[BURST_MAX_SIZES], n[BURST_MAX_SIZES] = {}, nsizes = 0, k, i;
 	unsigned long long held, got, wasted;
-	uint64_t done = 0, lba, bursts = 0;
+	uint64_t done = 0, bursts = 0;
 	uint32_t seed = 1, one = 1;
 	struct vps_stats s0, s1;
 	const char *p = sizes;
@@ -5226,9 +5230,7 @@ static int do_burst(const char *disk, double seconds, const char *sizes, int thi
 		for (i = 0; i < size[k]; i++) {
 			struct cmd c;
 
-			seed = seed * 1103515245 + 12345;
-			lba = (seed % (disk_blocks / 8)) * 8;
-			c = rw16(0, lba, 8, data() + i * 4096, 512);
+			c = rw16(0, bench_lba(&seed), 8, data() + i * 4096, 512);
 			if (i && gap_us)
 				spin_us(gap_us);
 			put_req(&c, next_ctx++, i);
