@@ -3375,6 +3375,18 @@ static double burst_end_wait(const struct cmd *c)
 }
 
 /*
+ * A burst's end (@ms) within a window of the mean gap (@mean_us): the
+ * mean plus 2 ms for a TCG vCPU's delays, or plus the mean itself where
+ * it is more: gaps of milliseconds between requests posted 100 us apart
+ * are the host VM's stalls (three VMs on two cores), which delay the
+ * interrupt as much (10.3 ms with a mean of 5.2 ms there).
+ */
+static bool burst_end_within(double ms, unsigned long long mean_us)
+{
+	return ms <= mean_us / 1000.0 + (mean_us > 2000 ? mean_us / 1000.0 : 2);
+}
+
+/*
  * The window is the guest's mean gap times hold_gaps while one is known:
  * a burst that ends below the ceiling waits about that for its
  * interrupt, not hold_us.  The mean here is this simulator's gaps as the
@@ -3385,22 +3397,35 @@ static double burst_end_wait(const struct cmd *c)
  */
 static void hold_gaps(const struct cmd *c, bool formed)
 {
-	unsigned long long gap = adapter_field("hold_gap_us"), most;
-	double learnt;
+	unsigned long long gap = adapter_field("hold_gap_us"), most = 0;
+	double learnt = -1;
+	int round;
 
 	tap(!set_param("hold_gaps", "1"), "hold-gaps-one", "%s", strerror(errno));
-	learnt = burst_end_wait(c);
 	/*
-	 * the mean moves with the bursts' own gaps, and the window with it:
-	 * a burst's end is bounded by the larger of the means before and
-	 * after; the mean the batches learnt stays the one checked below
+	 * Up to three rounds of three bursts, until one round's median is
+	 * within the bound below: the host VM's stalls (a cold gate's VMs
+	 * on two cores: 8.14 ms with a mean of 3.2 ms, once) come and go,
+	 * a window of hold_us (5 ms, where the mean is 0.1-0.5 ms) stays
+	 * in every round.
 	 */
-	most = adapter_field("hold_gap_us");
-	if (most < gap)
-		most = gap;
+	for (round = 0; round < 3; round++) {
+		learnt = burst_end_wait(c);
+		/*
+		 * the mean moves with the bursts' own gaps, and the window
+		 * with it: a burst's end is bounded by the larger of the
+		 * means before and after; the mean the batches learnt stays
+		 * the one checked below
+		 */
+		most = adapter_field("hold_gap_us");
+		if (most < gap)
+			most = gap;
+		printf("# round %d: a burst's end %.2f ms (median), mean gap %llu us, %llu after\n",
+		       round + 1, learnt, gap, most);
+		if (learnt < 0 || burst_end_within(learnt, most))
+			break;
+	}
 	tap(!set_param("hold_gaps", "16"), "hold-gaps-again", "%s", strerror(errno));
-	printf("# a burst's end: %.2f ms (the median), the mean gap %llu us, %llu us after\n",
-	       learnt, gap, most);
 	/*
 	 * where the batches formed without holding (the debug kernel's slow
 	 * worker takes each whole), no hold saw a gap, and that kernel takes
@@ -3408,14 +3433,9 @@ static void hold_gaps(const struct cmd *c, bool formed)
 	 */
 	tap((gap > 0 && gap < (unsigned long long)atoi(HOLD_US)) || formed,
 	    "hold-gap-learnt", "%llu us%s", gap, formed ? ", batches formed without holds" : "");
-	/*
-	 * 2 ms for a TCG vCPU's delays, or the mean itself where it is more:
-	 * gaps of milliseconds between requests posted 100 us apart are the
-	 * host VM's stalls (three VMs on two cores), which delay the
-	 * interrupt as much (10.3 ms with a mean of 5.2 ms there)
-	 */
-	tap(learnt >= 0 && (learnt <= most / 1000.0 + (most > 2000 ? most / 1000.0 : 2) || formed),
-	    "hold-burst-end-within-the-window", "%.2f ms, mean gap %llu us%s", learnt, most,
+	tap(learnt >= 0 && (burst_end_within(learnt, most) || formed),
+	    "hold-burst-end-within-the-window", "%.2f ms, mean gap %llu us, %d rounds%s",
+	    learnt, most, round < 3 ? round + 1 : 3,
 	    formed ? ", batches formed without holds" : "");
 }
 
