@@ -365,6 +365,10 @@ struct vps_pcpu_stats {
 	u64 held_got;			/* ... requests that came meanwhile */
 	u64 hold_wasted;		/* ... holds that saw none come */
 	u64 held_full;			/* ... signalled at the guest's ceiling */
+	u64 passes_took;		/* doorbell passes that took requests */
+	u64 unheld_waiting;		/* ... held not: after holds that saw none */
+	u64 unheld_one;			/* ... held not: took one request */
+	u64 calls_done;			/* interrupts of rounds with no pass */
 };
 
 static inline void vps_count_off(struct vps_dev *dev, size_t off, u64 n);

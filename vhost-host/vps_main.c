@@ -131,10 +131,11 @@ static int vps_dev_show(struct seq_file *m, void *v)
 		   sum.bounced, sum.stale_posted, st->calls_suppressed,
 		   READ_ONCE(dev->features), sum.cancel_busy);
 	/* new fields go last: scripts that read by position are not all gone */
-	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu held %llu held_got %llu hold_wasted %llu held_full %llu\n",
+	seq_printf(m, "batch_on %llu batch_off %llu doorbells_rung %llu kick_raised %llu req_nomem %llu policy_failed %llu held %llu held_got %llu hold_wasted %llu held_full %llu passes_took %llu unheld_waiting %llu unheld_one %llu calls_done %llu\n",
 		   sum.batch_on, sum.batch_off, sum.doorbells, sum.kick_raised,
 		   sum.req_nomem, sum.policy_failed, sum.held, sum.held_got,
-		   sum.hold_wasted, sum.held_full);
+		   sum.hold_wasted, sum.held_full, sum.passes_took,
+		   sum.unheld_waiting, sum.unheld_one, sum.calls_done);
 	seq_printf(m, "queues %u\n", n);
 	for (i = 0; i < n; i++) {
 		const struct vps_queue *q = &dev->q[i];

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels: 612 61 debug
 # gate: 612
-# checks: 36
+# checks: 37
 #
 # The module's busy-polling (poll_us), in a VM with two vCPUs (polling
 # helps only while the guest runs on another CPU; on one, the poller gives

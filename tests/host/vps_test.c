@@ -3497,7 +3497,7 @@ static void hold_skip_a_pass(const struct cmd *c)
 static int do_hold(const char *disk)
 {
 	struct cmd c = { .cdb_len = 6, .flags = PVSCSI_FLAG_CMD_DIR_NONE };
-	unsigned long long got0, held1, wasted1, skip, ceiling, gap;
+	unsigned long long got0, held1, wasted1, skip, ceiling, gap, passes1, unheld1;
 	int i, bad = 0, single_off, single_on, n_off, n_on;
 	long calls_off, calls_on;
 	uint32_t one = 1;
@@ -3537,6 +3537,8 @@ static int do_hold(const char *disk)
 	hold_gaps(&c, single_off >= HOLD_WANT / 2);
 	held1 = adapter_field("held");
 	wasted1 = adapter_field("hold_wasted");
+	passes1 = adapter_field("passes_took");
+	unheld1 = adapter_field("unheld_waiting") + adapter_field("unheld_one");
 	for (i = 0; i < 20 && !bad; i++) {
 		uint64_t ctx = next_ctx++;
 		struct result r;
@@ -3550,6 +3552,15 @@ static int do_hold(const char *disk)
 	    adapter_field("hold_wasted") - wasted1 == adapter_field("held") - held1,
 	    "hold-qd1-not-held", "held %llu, of them with nothing come %llu",
 	    adapter_field("held") - held1, adapter_field("hold_wasted") - wasted1);
+	/*
+	 * each request a pass of its own; every pass that took one either
+	 * held or says why not (the debugfs counts bench's raw lines show)
+	 */
+	passes1 = adapter_field("passes_took") - passes1;
+	unheld1 = adapter_field("unheld_waiting") + adapter_field("unheld_one") - unheld1;
+	tap(passes1 >= 20 && unheld1 + adapter_field("held") - held1 == passes1,
+	    "hold-qd1-passes-counted", "%llu passes took requests, %llu held not, %llu held",
+	    passes1, unheld1, adapter_field("held") - held1);
 	hold_skip_a_pass(&c);
 	tap(!set_param("hold_us", hold_us_was), "hold-us-back", "%s: %s", hold_us_was,
 	    strerror(errno));
