@@ -678,8 +678,7 @@ struct vps_watch {
 	u32 got;		/* ... that came while it held */
 	u32 out_max;		/* the most the guest had out while held */
 	bool hold;		/* holding the interrupt (hold_us) */
-	bool skipped;		/* the pass counted hold_skip down */
-	bool unheld;		/* ... counted why it did not hold */
+	bool unheld;		/* the pass counted why it held not (once) */
 };
 
 /*
@@ -706,8 +705,9 @@ static bool vps_hold_wanted(struct vps_queue *q, struct vps_watch *pl)
 	if (q->hold_fruitful)
 		return true;
 	if (q->hold_skip) {
-		if (!pl->skipped) {
-			pl->skipped = true;
+		/* hold_skip only changes when a hold ends: one reason a pass */
+		if (!pl->unheld) {
+			pl->unheld = true;
 			WRITE_ONCE(q->hold_skip, q->hold_skip - 1);
 			vps_count(q->dev, unheld_waiting);
 		}
@@ -718,8 +718,8 @@ static bool vps_hold_wanted(struct vps_queue *q, struct vps_watch *pl)
 	/*
 	 * After a hold that saw nothing come, a pass of one request holds
 	 * not, however many the guest posted before; counted, as the usual
-	 * source of interrupts at queue depth 32 (Documentation/bench/
-	 * results-7jobs-e31b167.md)
+	 * source of interrupts at queue depth 32 under nested TCG
+	 * (Documentation/bench/results-7jobs-e31b167.md)
 	 */
 	if (!pl->unheld) {
 		pl->unheld = true;
@@ -886,11 +886,12 @@ static bool vps_hold_signal(struct vps_queue *q, struct vps_watch *pl)
  * vps_hold_wanted()), where the interrupt waits until the guest is at
  * its ceiling (vps_hold_signal()), a window (vps_hold_window(); 0 while
  * hold_us is 0) passes without a request, or VPS_HOLD_SPAN windows since
- * the hold began.  True when a request came; false once the time is up, another task wants the CPU,
- * an ioctl wants the adapter (it would wait for the whole poll), or the
- * ring broke.  The clock is local_clock(), as vhost's busy-polling uses:
- * the CPU's own counter, where ktime_get_ns() may read a device (HPET
- * when the TSC is not trusted, an MMIO exit per look in a VM).
+ * the hold began.  True when a request came; false once the time is up,
+ * another task wants the CPU, an ioctl wants the adapter (it would wait
+ * for the whole poll), or the ring broke.  The clock is local_clock(), as
+ * vhost's busy-polling uses: the CPU's own counter, where ktime_get_ns()
+ * may read a device (HPET when the TSC is not trusted, an MMIO exit per
+ * look in a VM).
  */
 static bool vps_poll_ring(struct vps_queue *q, struct vps_watch *pl)
 {
@@ -1174,7 +1175,7 @@ static bool vps_round(struct vps_queue *q)
 	}
 	due = test_and_clear_bit(VPS_EV_CALL, &q->events);
 	if (q->need_call && (due || !vps_coalesce_hold(q))) {
-		/* what the backing answered after a pass ended */
+		/* the backing answered after a pass ended; coalesce_us's timer */
 		if (!kicked && !peek)
 			vps_count(dev, calls_done);
 		vps_call(q);
